@@ -1,0 +1,41 @@
+# Finds everything the library links against and collects the private ones in
+# one INTERFACE target, nnsight_private_deps.
+
+find_package(Torch REQUIRED)
+find_package(Threads REQUIRED)
+find_package(Boost 1.74 REQUIRED COMPONENTS context)
+find_package(nlohmann_json 3.10 REQUIRED)
+find_package(cereal QUIET)
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(PCRE2 REQUIRED IMPORTED_TARGET libpcre2-8)
+
+if(NOT TARGET cereal::cereal)
+  find_path(CEREAL_INCLUDE_DIR cereal/cereal.hpp REQUIRED)
+  add_library(cereal::cereal INTERFACE IMPORTED)
+  set_target_properties(cereal::cereal PROPERTIES INTERFACE_INCLUDE_DIRECTORIES "${CEREAL_INCLUDE_DIR}")
+elseif(TARGET cereal AND NOT TARGET cereal::cereal)
+  add_library(cereal::cereal ALIAS cereal)
+endif()
+
+message(STATUS "nnsight: LibTorch ${Torch_VERSION} from ${TORCH_INSTALL_PREFIX}")
+
+add_library(nnsight_private_deps INTERFACE)
+target_link_libraries(nnsight_private_deps INTERFACE
+  Boost::context nlohmann_json::nlohmann_json cereal::cereal PkgConfig::PCRE2
+  Threads::Threads ${CMAKE_DL_LIBS} rt)
+target_compile_definitions(nnsight_private_deps INTERFACE PCRE2_CODE_UNIT_WIDTH=8)
+
+# Whether this LibTorch was built with CUDA (the pip wheel is; Debian's is not).
+if(TORCH_CUDA_LIBRARIES OR TARGET torch_cuda)
+  set(NNSIGHT_WITH_CUDA ON)
+else()
+  set(NNSIGHT_WITH_CUDA OFF)
+endif()
+
+function(nnsight_set_warnings target)
+  target_compile_options(${target} PRIVATE -Wall -Wextra -Wno-unused-parameter
+    -Wno-missing-field-initializers)
+  if(NNSIGHT_WERROR)
+    target_compile_options(${target} PRIVATE -Werror)
+  endif()
+endfunction()

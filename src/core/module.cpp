@@ -1,0 +1,136 @@
+#include "core/module.h"
+
+#include <stdexcept>
+#include <utility>
+
+namespace nnsight {
+
+const at::Tensor& ModuleIO::at(size_t i) const {
+  if (i >= items_.size()) {
+    throw std::out_of_range("ModuleIO: index " + std::to_string(i) + " out of range for " +
+                            (tuple_ ? "a tuple of " + std::to_string(items_.size()) : "a tensor"));
+  }
+  return items_[i];
+}
+at::Tensor& ModuleIO::at(size_t i) {
+  return const_cast<at::Tensor&>(static_cast<const ModuleIO*>(this)->at(i));
+}
+
+namespace detail {
+struct HookRegistry {
+  Module* owner = nullptr;
+  uint64_t next_id = 1;
+  std::vector<std::pair<uint64_t, ForwardPreHook>> pre;
+  std::vector<std::pair<uint64_t, ForwardHook>> post;
+
+  bool remove(uint64_t id) {
+    for (auto it = pre.begin(); it != pre.end(); ++it)
+      if (it->first == id) { pre.erase(it); return true; }
+    for (auto it = post.begin(); it != post.end(); ++it)
+      if (it->first == id) { post.erase(it); return true; }
+    return false;
+  }
+  bool contains(uint64_t id) const {
+    for (auto& p : pre) if (p.first == id) return true;
+    for (auto& p : post) if (p.first == id) return true;
+    return false;
+  }
+};
+}  // namespace detail
+
+void HookHandle::remove() {
+  if (auto reg = registry_.lock()) {
+    if (reg->remove(id_) && reg->owner) reg->owner->refresh_hooked();
+  }
+  registry_.reset();
+}
+
+bool HookHandle::active() const {
+  auto reg = registry_.lock();
+  return reg && reg->contains(id_);
+}
+
+Module::Module(std::string type_name)
+    : type_name_(std::move(type_name)), hooks_(std::make_shared<detail::HookRegistry>()) {
+  hooks_->owner = this;
+}
+
+Module::~Module() { hooks_->owner = nullptr; }
+
+void Module::assign_paths(const std::string& prefix) {
+  path_ = prefix;
+  for (auto& child : named_children()) {
+    std::string child_path = prefix.empty() ? child.key() : prefix + "." + child.key();
+    if (auto* m = dynamic_cast<Module*>(child.value().get())) {
+      m->assign_paths(child_path);
+    } else {
+      // Containers (ModuleList) are not hookable themselves; walk through them.
+      for (auto& grand : child.value()->named_children()) {
+        if (auto* gm = dynamic_cast<Module*>(grand.value().get()))
+          gm->assign_paths(child_path + "." + grand.key());
+      }
+    }
+  }
+}
+
+std::vector<std::pair<std::string, Module*>> Module::named_hookable_modules(bool include_self) {
+  std::vector<std::pair<std::string, Module*>> out;
+  if (include_self) out.emplace_back(path_, this);
+  for (auto& item : named_modules("", /*include_self=*/false)) {
+    if (auto* m = dynamic_cast<Module*>(item.value().get())) out.emplace_back(m->path(), m);
+  }
+  return out;
+}
+
+HookHandle Module::register_forward_pre_hook(ForwardPreHook hook) {
+  uint64_t id = hooks_->next_id++;
+  hooks_->pre.emplace_back(id, std::move(hook));
+  refresh_hooked();
+  return HookHandle(hooks_, id);
+}
+
+HookHandle Module::register_forward_hook(ForwardHook hook) {
+  uint64_t id = hooks_->next_id++;
+  hooks_->post.emplace_back(id, std::move(hook));
+  refresh_hooked();
+  return HookHandle(hooks_, id);
+}
+
+void Module::clear_hooks() {
+  hooks_->pre.clear();
+  hooks_->post.clear();
+  refresh_hooked();
+}
+
+void Module::refresh_hooked() { hooked_ = !hooks_->pre.empty() || !hooks_->post.empty(); }
+
+at::Tensor Module::invoke_hooked(const at::Tensor& x,
+                                 const std::function<at::Tensor(const at::Tensor&)>& body) {
+  // Copy the hook lists: a hook may remove itself (or others) while running.
+  auto pre = hooks_->pre;
+  auto post = hooks_->post;
+
+  ModuleIO inputs = ModuleIO::tuple({x});
+  for (auto& [id, hook] : pre) {
+    if (auto replaced = hook(*this, inputs)) {
+      inputs = replaced->is_tuple() ? std::move(*replaced) : ModuleIO::tuple({replaced->tensor()});
+    }
+  }
+  at::Tensor y = body(inputs.tensor());
+  if (post.empty()) return y;
+
+  ModuleIO output;
+  if (output_tuple_size_ > 0) {
+    std::vector<at::Tensor> items(static_cast<size_t>(output_tuple_size_));
+    items[0] = std::move(y);
+    output = ModuleIO::tuple(std::move(items));
+  } else {
+    output = ModuleIO(std::move(y));
+  }
+  for (auto& [id, hook] : post) {
+    if (auto replaced = hook(*this, inputs, output)) output = std::move(*replaced);
+  }
+  return output.tensor();
+}
+
+}  // namespace nnsight

@@ -1,0 +1,101 @@
+// Module: the base of every model component. It gives each submodule its
+// Hugging Face dotted path and PyTorch-style forward pre-hooks and forward hooks.
+//
+// Cost model: a module with no hook pays one predictable branch per call
+// (`hooked_`); the hooked path builds ModuleIO values and runs the hooks.
+#pragma once
+
+#include <torch/nn/module.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/module_io.h"
+
+namespace nnsight {
+
+class Module;
+
+// Called before forward with the positional inputs (always a tuple). Returning
+// a value replaces the inputs the module sees.
+using ForwardPreHook =
+    std::function<std::optional<ModuleIO>(Module& module, const ModuleIO& inputs)>;
+// Called after forward with the inputs and the output. Returning a value
+// replaces the output the caller receives (and the next hook sees).
+using ForwardHook = std::function<std::optional<ModuleIO>(
+    Module& module, const ModuleIO& inputs, const ModuleIO& output)>;
+
+namespace detail {
+struct HookRegistry;
+}
+
+// Removes its hook on remove() (idempotent). Outliving the module is safe.
+class HookHandle {
+ public:
+  HookHandle() = default;
+  HookHandle(std::weak_ptr<detail::HookRegistry> registry, uint64_t id)
+      : registry_(std::move(registry)), id_(id) {}
+  void remove();
+  bool active() const;
+
+ private:
+  std::weak_ptr<detail::HookRegistry> registry_;
+  uint64_t id_ = 0;
+};
+
+class Module : public torch::nn::Module {
+ public:
+  explicit Module(std::string type_name);
+  ~Module() override;
+
+  // Hugging Face dotted path ("model.layers.3.mlp"); "" for the root.
+  const std::string& path() const { return path_; }
+  // The class name users know from Python ("LlamaMLP").
+  const std::string& type_name() const { return type_name_; }
+  // Sets the path of this module and, recursively, of every Module below it,
+  // from the names they were registered under.
+  void assign_paths(const std::string& prefix = "");
+
+  // Output shape of this module for hooks: a tensor, or a tuple of this many
+  // elements (element 0 is the tensor the module computes; the rest are
+  // undefined tensors, Python's None), as Hugging Face modules return.
+  int output_tuple_size() const { return output_tuple_size_; }
+
+  HookHandle register_forward_pre_hook(ForwardPreHook hook);
+  HookHandle register_forward_hook(ForwardHook hook);
+  bool has_hooks() const noexcept { return hooked_; }
+  void clear_hooks();
+
+  // Every Module under this one (itself included when include_self), keyed by path.
+  std::vector<std::pair<std::string, Module*>> named_hookable_modules(bool include_self = true);
+
+ protected:
+  void set_output_tuple_size(int n) { output_tuple_size_ = n; }
+
+  // Runs `body(x)` with this module's hooks around it. Every tensor-in,
+  // tensor-out module forwards through here.
+  template <class Body>
+  at::Tensor invoke(const at::Tensor& x, Body&& body) {
+    if (__builtin_expect(!hooked_, 1)) return body(x);
+    return invoke_hooked(x, std::function<at::Tensor(const at::Tensor&)>(std::forward<Body>(body)));
+  }
+
+ private:
+  friend struct detail::HookRegistry;
+  friend class HookHandle;
+  at::Tensor invoke_hooked(const at::Tensor& x,
+                           const std::function<at::Tensor(const at::Tensor&)>& body);
+  void refresh_hooked();
+
+  std::string type_name_;
+  std::string path_;
+  int output_tuple_size_ = 0;  // 0: plain tensor output
+  bool hooked_ = false;
+  std::shared_ptr<detail::HookRegistry> hooks_;
+};
+
+}  // namespace nnsight
