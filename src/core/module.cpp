@@ -82,6 +82,10 @@ std::vector<std::pair<std::string, Module*>> Module::named_hookable_modules(bool
   return out;
 }
 
+void Module::load_all_weights(const WeightSource& source) {
+  for (auto& [path, m] : named_hookable_modules()) m->load_weights(source);
+}
+
 HookHandle Module::register_forward_pre_hook(ForwardPreHook hook) {
   uint64_t id = hooks_->next_id++;
   hooks_->pre.emplace_back(id, std::move(hook));

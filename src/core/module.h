@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/module_io.h"
+#include "core/weight_source.h"
 
 namespace nnsight {
 
@@ -69,6 +70,12 @@ class Module : public torch::nn::Module {
   HookHandle register_forward_hook(ForwardHook hook);
   bool has_hooks() const noexcept { return hooked_; }
   void clear_hooks();
+
+  // Loads this module's own parameters (not its children's) from `source`,
+  // under its path. Modules without parameters keep the default no-op.
+  virtual void load_weights(const WeightSource& source) {}
+  // Calls load_weights on this module and every Module below it.
+  void load_all_weights(const WeightSource& source);
 
   // Every Module under this one (itself included when include_self), keyed by path.
   std::vector<std::pair<std::string, Module*>> named_hookable_modules(bool include_self = true);

@@ -1,0 +1,144 @@
+#include "core/kernels/paged_attention.h"
+
+#include <ATen/ATen.h>
+#include <ATen/Dispatch.h>
+#include <ATen/Parallel.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+namespace nnsight::kernels {
+
+void write_kv(KVCache& cache, const at::Tensor& k, const at::Tensor& v,
+              const batching::BatchMeta& meta) {
+  const int64_t kvh = cache.num_kv_heads(), d = cache.head_dim();
+  // [num_blocks * block_size, kv_heads, head_dim] views of the cache.
+  cache.key.view({-1, kvh, d}).index_copy_(0, meta.slot_mapping, k.to(cache.key.dtype()));
+  cache.value.view({-1, kvh, d}).index_copy_(0, meta.slot_mapping, v.to(cache.value.dtype()));
+}
+
+namespace {
+
+// One (sequence, head) pair per work item; each query row of that sequence
+// is computed with a two-pass softmax in float, whatever the storage dtype.
+template <typename scalar_t>
+void attention_cpu(const at::Tensor& q, const KVCache& cache, const batching::BatchMeta& meta,
+                   float scale, at::Tensor& out) {
+  const int64_t num_heads = q.size(1), d = q.size(2);
+  const int64_t kvh = cache.num_kv_heads(), bs = cache.block_size();
+  const int64_t group = num_heads / kvh;
+  const int64_t num_seqs = meta.num_seqs;
+  const int64_t bt_stride = meta.block_tables.size(1);
+  const scalar_t* qp = q.data_ptr<scalar_t>();
+  const scalar_t* kp = cache.key.data_ptr<scalar_t>();
+  const scalar_t* vp = cache.value.data_ptr<scalar_t>();
+  scalar_t* op = out.data_ptr<scalar_t>();
+  const int32_t* bt = meta.block_tables.data_ptr<int32_t>();
+  const auto& qs = meta.query_start_host;
+  const auto& ctx = meta.context_lens_host;
+
+  at::parallel_for(0, num_seqs * num_heads, 1, [&](int64_t begin, int64_t end) {
+    // Scratch reused across items of this chunk: query row, scores, output row.
+    std::vector<float> qf(static_cast<size_t>(d)), acc(static_cast<size_t>(d));
+    std::vector<float> scores;
+    std::vector<const scalar_t*> krows, vrows;
+    for (int64_t item = begin; item < end; ++item) {
+      const int64_t s = item / num_heads, h = item % num_heads, g = h / group;
+      const int64_t q_begin = qs[s], q_len = qs[s + 1] - qs[s], context = ctx[s];
+      if (q_len == 0) continue;
+      const int64_t cached = context - q_len;
+      // Resolve the sequence's key/value rows for this KV head once.
+      krows.resize(static_cast<size_t>(context));
+      vrows.resize(static_cast<size_t>(context));
+      for (int64_t j = 0; j < context; ++j) {
+        const int64_t slot = static_cast<int64_t>(bt[s * bt_stride + j / bs]) * bs + j % bs;
+        krows[j] = kp + (slot * kvh + g) * d;
+        vrows[j] = vp + (slot * kvh + g) * d;
+      }
+      scores.resize(static_cast<size_t>(context));
+      for (int64_t i = 0; i < q_len; ++i) {
+        const int64_t t = q_begin + i;
+        const int64_t n_keys = cached + i + 1;  // causal: positions [0, p]
+        const scalar_t* qrow = qp + (t * num_heads + h) * d;
+        for (int64_t x = 0; x < d; ++x) qf[x] = static_cast<float>(qrow[x]) * scale;
+        float mx = -std::numeric_limits<float>::infinity();
+        for (int64_t j = 0; j < n_keys; ++j) {
+          const scalar_t* krow = krows[j];
+          float dot = 0.f;
+          for (int64_t x = 0; x < d; ++x) dot += qf[x] * static_cast<float>(krow[x]);
+          scores[j] = dot;
+          mx = std::max(mx, dot);
+        }
+        float sum = 0.f;
+        for (int64_t j = 0; j < n_keys; ++j) {
+          scores[j] = std::exp(scores[j] - mx);
+          sum += scores[j];
+        }
+        std::fill(acc.begin(), acc.end(), 0.f);
+        for (int64_t j = 0; j < n_keys; ++j) {
+          const float w = scores[j];
+          const scalar_t* vrow = vrows[j];
+          for (int64_t x = 0; x < d; ++x) acc[x] += w * static_cast<float>(vrow[x]);
+        }
+        const float inv = 1.f / sum;
+        scalar_t* orow = op + (t * num_heads + h) * d;
+        for (int64_t x = 0; x < d; ++x) orow[x] = static_cast<scalar_t>(acc[x] * inv);
+      }
+    }
+  });
+}
+
+}  // namespace
+
+at::Tensor paged_attention(const at::Tensor& q, const KVCache& cache,
+                           const batching::BatchMeta& meta, double scale) {
+  TORCH_CHECK(q.dim() == 3, "paged_attention: q must be [tokens, heads, head_dim]");
+  TORCH_CHECK(q.size(1) % cache.num_kv_heads() == 0, "paged_attention: heads not a multiple of kv heads");
+  if (!q.device().is_cpu()) return paged_attention_generic(q, cache, meta, scale);
+  at::Tensor qc = q.to(cache.key.dtype()).contiguous();
+  at::Tensor out = at::empty_like(qc);
+  AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, qc.scalar_type(), "paged_attention", [&] {
+    attention_cpu<scalar_t>(qc, cache, meta, static_cast<float>(scale), out);
+  });
+  return out.to(q.dtype());
+}
+
+at::Tensor paged_attention_generic(const at::Tensor& q, const KVCache& cache,
+                                   const batching::BatchMeta& meta, double scale) {
+  const int64_t num_heads = q.size(1), d = q.size(2);
+  const int64_t kvh = cache.num_kv_heads(), bs = cache.block_size();
+  const int64_t group = num_heads / kvh;
+  at::Tensor out = at::empty_like(q);
+  at::Tensor flat_k = cache.key.view({-1, kvh, d});    // [slots, kv_heads, head_dim]
+  at::Tensor flat_v = cache.value.view({-1, kvh, d});
+  auto long_opts = at::TensorOptions().dtype(at::kLong).device(q.device());
+  for (int64_t s = 0; s < meta.num_seqs; ++s) {
+    const int64_t q_begin = meta.query_start_host[s];
+    const int64_t q_len = meta.query_len(s);
+    const int64_t context = meta.context_lens_host[s];
+    if (q_len == 0) continue;
+    const int64_t cached = context - q_len;
+    at::Tensor pos = at::arange(context, long_opts);                    // [context]
+    at::Tensor blocks = meta.block_tables[s].to(at::kLong).index_select(0, pos.div(bs, "floor"));
+    at::Tensor slots = blocks * bs + pos.remainder(bs);
+    at::Tensor k = flat_k.index_select(0, slots).to(q.dtype());          // [context, kv_heads, d]
+    at::Tensor v = flat_v.index_select(0, slots).to(q.dtype());
+    if (group > 1) {
+      k = k.repeat_interleave(group, 1);                                  // [context, heads, d]
+      v = v.repeat_interleave(group, 1);
+    }
+    at::Tensor qs = q.narrow(0, q_begin, q_len).transpose(0, 1);          // [heads, q_len, d]
+    at::Tensor scores = at::matmul(qs.to(at::kFloat), k.permute({1, 2, 0}).to(at::kFloat)) * scale;
+    // Causal mask: query i (position cached + i) sees keys [0, cached + i].
+    at::Tensor qpos = at::arange(q_len, long_opts).unsqueeze(1) + cached;  // [q_len, 1]
+    scores.masked_fill_(pos.unsqueeze(0) > qpos, -std::numeric_limits<float>::infinity());
+    at::Tensor probs = at::softmax(scores, -1);                           // [heads, q_len, context]
+    at::Tensor o = at::matmul(probs, v.transpose(0, 1).to(at::kFloat));   // [heads, q_len, d]
+    out.narrow(0, q_begin, q_len).copy_(o.transpose(0, 1));
+  }
+  return out;
+}
+
+}  // namespace nnsight::kernels

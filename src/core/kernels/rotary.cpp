@@ -1,0 +1,96 @@
+#include "core/kernels/rotary.h"
+
+#include <ATen/ATen.h>
+#include <ATen/Dispatch.h>
+#include <ATen/Parallel.h>
+
+#include <cmath>
+
+namespace nnsight::kernels {
+
+namespace {
+
+// Llama 3 frequency scaling: long wavelengths are divided by `factor`, short
+// ones kept, with a smooth blend in between.
+at::Tensor scale_llama3(const at::Tensor& inv_freq, const RopeScaling& sc) {
+  const double low_wavelen = sc.original_max_position / sc.low_freq_factor;
+  const double high_wavelen = sc.original_max_position / sc.high_freq_factor;
+  at::Tensor out = inv_freq.clone();
+  auto* f = out.data_ptr<float>();
+  for (int64_t i = 0; i < out.numel(); ++i) {
+    const double freq = f[i];
+    const double wavelen = 2.0 * M_PI / freq;
+    if (wavelen < high_wavelen) continue;
+    if (wavelen > low_wavelen) {
+      f[i] = static_cast<float>(freq / sc.factor);
+    } else {
+      const double smooth = (sc.original_max_position / wavelen - sc.low_freq_factor) /
+                            (sc.high_freq_factor - sc.low_freq_factor);
+      f[i] = static_cast<float>((1.0 - smooth) * freq / sc.factor + smooth * freq);
+    }
+  }
+  return out;
+}
+
+template <typename scalar_t>
+void rotate_cpu(at::Tensor& x, const at::Tensor& positions, const at::Tensor& cos,
+                const at::Tensor& sin) {
+  const int64_t tokens = x.size(0), heads = x.size(1), d = x.size(2), half = d / 2;
+  scalar_t* xp = x.data_ptr<scalar_t>();
+  const int64_t* pos = positions.data_ptr<int64_t>();
+  const float* cp = cos.data_ptr<float>();
+  const float* sp = sin.data_ptr<float>();
+  at::parallel_for(0, tokens, 16, [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t) {
+      const float* c = cp + pos[t] * half;
+      const float* s = sp + pos[t] * half;
+      for (int64_t h = 0; h < heads; ++h) {
+        scalar_t* row = xp + (t * heads + h) * d;
+        for (int64_t i = 0; i < half; ++i) {
+          const float x1 = static_cast<float>(row[i]);
+          const float x2 = static_cast<float>(row[i + half]);
+          row[i] = static_cast<scalar_t>(x1 * c[i] - x2 * s[i]);
+          row[i + half] = static_cast<scalar_t>(x2 * c[i] + x1 * s[i]);
+        }
+      }
+    }
+  });
+}
+
+}  // namespace
+
+RotaryEmbedding::RotaryEmbedding(int64_t head_dim, int64_t max_position, double theta,
+                                 const RopeScaling& scaling)
+    : head_dim_(head_dim), max_position_(max_position) {
+  TORCH_CHECK(head_dim % 2 == 0 && head_dim > 0, "RotaryEmbedding: head_dim must be even");
+  TORCH_CHECK(max_position > 0, "RotaryEmbedding: max_position must be positive");
+  // inv_freq[i] = theta^(-2i / d), computed as Hugging Face does (float32).
+  at::Tensor exponent = at::arange(0, head_dim, 2, at::kLong).to(at::kFloat) / static_cast<double>(head_dim);
+  inv_freq_ = 1.0 / at::pow(theta, exponent);
+  if (scaling.factor > 0) inv_freq_ = scale_llama3(inv_freq_, scaling);
+  at::Tensor t = at::arange(max_position, at::kLong).to(at::kFloat);
+  at::Tensor freqs = at::outer(t, inv_freq_);  // [max_position, head_dim / 2]
+  cos_ = freqs.cos().contiguous();
+  sin_ = freqs.sin().contiguous();
+}
+
+void RotaryEmbedding::apply_(at::Tensor& x, const at::Tensor& positions) const {
+  TORCH_CHECK(x.dim() == 3 && x.size(2) == head_dim_, "RotaryEmbedding: x must be [tokens, heads, ",
+              head_dim_, "]");
+  if (x.device().is_cpu() && x.is_contiguous()) {
+    AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, x.scalar_type(), "rotary", [&] {
+      rotate_cpu<scalar_t>(x, positions, cos_, sin_);
+    });
+    return;
+  }
+  // Device-generic path.
+  const int64_t half = head_dim_ / 2;
+  at::Tensor c = cos_.to(x.device()).index_select(0, positions).unsqueeze(1).to(x.dtype());  // [T, 1, half]
+  at::Tensor s = sin_.to(x.device()).index_select(0, positions).unsqueeze(1).to(x.dtype());
+  at::Tensor x1 = x.narrow(2, 0, half).clone();
+  at::Tensor x2 = x.narrow(2, half, half).clone();
+  x.narrow(2, 0, half).copy_(x1 * c - x2 * s);
+  x.narrow(2, half, half).copy_(x2 * c + x1 * s);
+}
+
+}  // namespace nnsight::kernels

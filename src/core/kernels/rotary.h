@@ -1,0 +1,34 @@
+// Rotary position embeddings in the Hugging Face "rotate half" convention:
+// for each head, x[i] and x[i + d/2] form a pair rotated by angle
+// position * inv_freq[i]. (llama.cpp pairs adjacent elements instead; the
+// GGUF loader undoes its q/k row permutation so this convention applies.)
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+
+#include "core/model_config.h"
+
+namespace nnsight::kernels {
+
+class RotaryEmbedding {
+ public:
+  // Precomputes cos/sin for positions [0, max_position).
+  RotaryEmbedding(int64_t head_dim, int64_t max_position, double theta, const RopeScaling& scaling);
+
+  // Rotates x in place. x: [num_tokens, heads, head_dim]; positions: [num_tokens] int64.
+  void apply_(at::Tensor& x, const at::Tensor& positions) const;
+
+  int64_t max_position() const { return max_position_; }
+  const at::Tensor& inv_freq() const { return inv_freq_; }  // [head_dim / 2] float32
+
+ private:
+  int64_t head_dim_;
+  int64_t max_position_;
+  at::Tensor inv_freq_;
+  at::Tensor cos_;  // [max_position, head_dim / 2] float32
+  at::Tensor sin_;  // [max_position, head_dim / 2] float32
+};
+
+}  // namespace nnsight::kernels

@@ -1,0 +1,25 @@
+// Element-wise activation modules, hookable like any other module
+// (`model.layers.3.mlp.act_fn`, `transformer.h.0.mlp.act`).
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <string>
+
+#include "core/module.h"
+
+namespace nnsight {
+
+class Activation : public Module {
+ public:
+  enum class Kind { kSiLU, kGeluTanh, kGelu, kRelu };
+  // name: Hugging Face's hidden_act ("silu", "gelu_new", "gelu_pytorch_tanh", "gelu", "relu").
+  static Kind parse(const std::string& name);
+  explicit Activation(Kind kind);
+  at::Tensor forward(const at::Tensor& x);
+
+ private:
+  Kind kind_;
+};
+
+}  // namespace nnsight

@@ -1,0 +1,32 @@
+#include "models/causal_lm.h"
+
+#include <nnsight/error.hpp>
+
+#include "models/gpt2.h"
+#include "models/llama.h"
+
+namespace nnsight {
+
+CausalLM::CausalLM(std::string type_name, ModelConfig config, tp::ParallelContext ctx,
+                   at::TensorOptions options)
+    : Module(std::move(type_name)), config_(std::move(config)), ctx_(std::move(ctx)), options_(options) {
+  config_.validate();
+}
+
+void CausalLM::load(const WeightSource& source) { load_all_weights(source); }
+
+std::shared_ptr<CausalLM> create_causal_lm(const ModelConfig& config, const tp::ParallelContext& ctx,
+                                           const at::TensorOptions& options) {
+  if (config.architecture == "llama") return std::make_shared<LlamaForCausalLM>(config, ctx, options);
+  if (config.architecture == "gpt2") return std::make_shared<GPT2LMHeadModel>(config, ctx, options);
+  throw ConfigError("model architecture '" + config.architecture + "' is not supported (llama, gpt2)");
+}
+
+std::shared_ptr<CausalLM> load_causal_lm(const WeightSource& source, const tp::ParallelContext& ctx,
+                                         const at::TensorOptions& options) {
+  auto model = create_causal_lm(source.config(), ctx, options);
+  model->load(source);
+  return model;
+}
+
+}  // namespace nnsight

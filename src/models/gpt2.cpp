@@ -1,0 +1,114 @@
+#include "models/gpt2.h"
+
+#include <ATen/ATen.h>
+
+#include <cmath>
+
+#include "core/kernels/paged_attention.h"
+
+namespace nnsight {
+
+GPT2Attention::GPT2Attention(const ModelConfig& cfg, const tp::ParallelContext& ctx, const at::TensorOptions& opts)
+    : Module("GPT2Attention"), head_dim_(cfg.head_dim) {
+  set_output_tuple_size(2);
+  const int64_t hidden = cfg.hidden_size, d = cfg.head_dim;
+  tp::RowRange heads = tp::even_split(cfg.num_heads, ctx, "number of attention heads");
+  local_heads_ = heads.length;
+  scale_ = 1.0 / std::sqrt(static_cast<double>(d));
+  // The fused weight's rows are [q (hidden) | k (hidden) | v (hidden)]; this
+  // rank takes its heads' rows from each third.
+  std::vector<tp::RowRange> rows;
+  for (int64_t part = 0; part < 3; ++part) rows.push_back({part * hidden + heads.start * d, heads.length * d});
+  c_attn = register_module("c_attn", std::make_shared<tp::ColumnParallelLinear>(hidden, 3 * hidden, true, ctx,
+                                                                                rows, false, opts));
+  c_proj = register_module("c_proj", std::make_shared<tp::RowParallelLinear>(
+      hidden, hidden, true, ctx, tp::RowRange{heads.start * d, heads.length * d}, opts));
+}
+
+at::Tensor GPT2Attention::forward(const at::Tensor& x, const batching::BatchMeta& meta, KVCache& kv) {
+  return invoke(x, [&](const at::Tensor& h) {
+    const int64_t t = h.size(0), local = local_heads_ * head_dim_;
+    at::Tensor qkv = c_attn->forward(h);  // [T, 3 * local]
+    at::Tensor q = qkv.narrow(1, 0, local).reshape({t, local_heads_, head_dim_});
+    at::Tensor k = qkv.narrow(1, local, local).reshape({t, local_heads_, head_dim_});
+    at::Tensor v = qkv.narrow(1, 2 * local, local).reshape({t, local_heads_, head_dim_});
+    kernels::write_kv(kv, k, v, meta);
+    at::Tensor o = kernels::paged_attention(q, kv, meta, scale_);  // [T, heads, d]
+    return c_proj->forward(o.reshape({t, local}));
+  });
+}
+
+GPT2MLP::GPT2MLP(const ModelConfig& cfg, const tp::ParallelContext& ctx, const at::TensorOptions& opts)
+    : Module("GPT2MLP") {
+  tp::RowRange cols = tp::even_split(cfg.intermediate_size, ctx, "intermediate (MLP) size");
+  c_fc = register_module("c_fc", std::make_shared<tp::ColumnParallelLinear>(
+      cfg.hidden_size, cfg.intermediate_size, true, ctx, std::vector<tp::RowRange>{cols}, false, opts));
+  act = register_module("act", std::make_shared<Activation>(Activation::parse(cfg.hidden_act)));
+  c_proj = register_module("c_proj", std::make_shared<tp::RowParallelLinear>(
+      cfg.intermediate_size, cfg.hidden_size, true, ctx, cols, opts));
+}
+
+at::Tensor GPT2MLP::forward(const at::Tensor& x) {
+  return invoke(x, [&](const at::Tensor& h) { return c_proj->forward(act->forward(c_fc->forward(h))); });
+}
+
+GPT2Block::GPT2Block(const ModelConfig& cfg, const tp::ParallelContext& ctx, const at::TensorOptions& opts)
+    : Module("GPT2Block") {
+  ln_1 = register_module("ln_1", std::make_shared<LayerNorm>(cfg.hidden_size, cfg.norm_eps, opts));
+  attn = register_module("attn", std::make_shared<GPT2Attention>(cfg, ctx, opts));
+  ln_2 = register_module("ln_2", std::make_shared<LayerNorm>(cfg.hidden_size, cfg.norm_eps, opts));
+  mlp = register_module("mlp", std::make_shared<GPT2MLP>(cfg, ctx, opts));
+}
+
+at::Tensor GPT2Block::forward(const at::Tensor& x, const batching::BatchMeta& meta, KVCache& kv) {
+  return invoke(x, [&](const at::Tensor& h) {
+    at::Tensor mid = h + attn->forward(ln_1->forward(h), meta, kv);
+    return mid + mlp->forward(ln_2->forward(mid));
+  });
+}
+
+GPT2Model::GPT2Model(const ModelConfig& cfg, const tp::ParallelContext& ctx, const at::TensorOptions& opts)
+    : Module("GPT2Model") {
+  wte = register_module("wte", std::make_shared<tp::VocabParallelEmbedding>(cfg.vocab_size, cfg.hidden_size, ctx, opts));
+  wpe = register_module("wpe", std::make_shared<Embedding>(cfg.max_position, cfg.hidden_size, opts));
+  h = register_module("h", torch::nn::ModuleList());
+  for (int64_t i = 0; i < cfg.num_layers; ++i) {
+    auto block = std::make_shared<GPT2Block>(cfg, ctx, opts);
+    h->push_back(block);
+    block_ptrs.push_back(block);
+  }
+  ln_f = register_module("ln_f", std::make_shared<LayerNorm>(cfg.hidden_size, cfg.norm_eps, opts));
+}
+
+at::Tensor GPT2Model::forward(const at::Tensor& tokens, const batching::BatchMeta& meta, std::vector<KVCache>& kv) {
+  TORCH_CHECK(kv.size() == block_ptrs.size(), "GPT2Model: need one KV cache per layer");
+  TORCH_CHECK(meta.max_context_len <= wpe->num_embeddings(), "GPT2Model: context of ", meta.max_context_len,
+              " tokens exceeds the model's ", wpe->num_embeddings(), " positions");
+  return invoke(tokens, [&](const at::Tensor& ids) {
+    at::Tensor x = wte->forward(ids) + wpe->forward(meta.positions);  // [T, hidden]
+    for (size_t i = 0; i < block_ptrs.size(); ++i) x = block_ptrs[i]->forward(x, meta, kv[i]);
+    return ln_f->forward(x);
+  });
+}
+
+GPT2LMHeadModel::GPT2LMHeadModel(const ModelConfig& cfg, const tp::ParallelContext& ctx, const at::TensorOptions& opts)
+    : CausalLM("GPT2LMHeadModel", cfg, ctx, opts) {
+  transformer = register_module("transformer", std::make_shared<GPT2Model>(config_, ctx_, options_));
+  lm_head = register_module("lm_head", std::make_shared<tp::ParallelLMHead>(config_.vocab_size, config_.hidden_size,
+                                                                            ctx_, options_));
+  if (config_.tie_word_embeddings) lm_head->tie_to(*transformer->wte);
+  assign_paths("");
+}
+
+at::Tensor GPT2LMHeadModel::forward(const at::Tensor& tokens, const batching::BatchMeta& meta,
+                                    std::vector<KVCache>& kv) {
+  return transformer->forward(tokens, meta, kv);
+}
+
+at::Tensor GPT2LMHeadModel::compute_logits(const at::Tensor& hidden, const at::Tensor& rows) {
+  return lm_head->forward(hidden.index_select(0, rows)).to(at::kFloat);
+}
+
+int64_t GPT2LMHeadModel::local_kv_heads() const { return transformer->block_ptrs.front()->attn->local_heads(); }
+
+}  // namespace nnsight

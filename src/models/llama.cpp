@@ -1,0 +1,154 @@
+#include "models/llama.h"
+
+#include <ATen/ATen.h>
+
+#include <cmath>
+
+#include <nnsight/error.hpp>
+
+#include "core/kernels/paged_attention.h"
+
+namespace nnsight {
+
+namespace {
+
+// This rank's KV heads: an even split when there are at least as many KV
+// heads as ranks, else one replicated head shared by world/kv_heads ranks.
+tp::RowRange kv_head_range(const ModelConfig& cfg, const tp::ParallelContext& ctx) {
+  const int64_t w = ctx.world_size(), kvh = cfg.num_kv_heads;
+  if (kvh >= w) return tp::even_split(kvh, ctx, "number of key/value heads");
+  if (w % kvh != 0) {
+    throw ConfigError("tensor-parallel size (" + std::to_string(w) + ") is not a multiple of the number of "
+                      "key/value heads (" + std::to_string(kvh) + ")");
+  }
+  return tp::RowRange{ctx.rank() / (w / kvh), 1};
+}
+
+tp::RowRange scaled(tp::RowRange r, int64_t by) { return {r.start * by, r.length * by}; }
+
+}  // namespace
+
+LlamaAttention::LlamaAttention(const ModelConfig& cfg, const tp::ParallelContext& ctx,
+                               const at::TensorOptions& opts,
+                               std::shared_ptr<const kernels::RotaryEmbedding> rotary)
+    : Module("LlamaAttention"), head_dim_(cfg.head_dim), rotary_(std::move(rotary)) {
+  set_output_tuple_size(2);
+  const int64_t d = cfg.head_dim, hidden = cfg.hidden_size;
+  tp::RowRange heads = tp::even_split(cfg.num_heads, ctx, "number of attention heads");
+  tp::RowRange kv = kv_head_range(cfg, ctx);
+  local_heads_ = heads.length;
+  local_kv_heads_ = kv.length;
+  scale_ = 1.0 / std::sqrt(static_cast<double>(d));
+  const bool b = cfg.attention_bias;
+  q_proj = register_module("q_proj", std::make_shared<tp::ColumnParallelLinear>(
+      hidden, cfg.num_heads * d, b, ctx, std::vector<tp::RowRange>{scaled(heads, d)}, false, opts));
+  k_proj = register_module("k_proj", std::make_shared<tp::ColumnParallelLinear>(
+      hidden, cfg.num_kv_heads * d, b, ctx, std::vector<tp::RowRange>{scaled(kv, d)}, false, opts));
+  v_proj = register_module("v_proj", std::make_shared<tp::ColumnParallelLinear>(
+      hidden, cfg.num_kv_heads * d, b, ctx, std::vector<tp::RowRange>{scaled(kv, d)}, false, opts));
+  o_proj = register_module("o_proj", std::make_shared<tp::RowParallelLinear>(
+      cfg.num_heads * d, hidden, b, ctx, scaled(heads, d), opts));
+}
+
+at::Tensor LlamaAttention::forward(const at::Tensor& x, const batching::BatchMeta& meta, KVCache& kv) {
+  return invoke(x, [&](const at::Tensor& h) {
+    const int64_t t = h.size(0);
+    at::Tensor q = q_proj->forward(h).reshape({t, local_heads_, head_dim_}).clone();  // [T, heads, d]
+    at::Tensor k = k_proj->forward(h).reshape({t, local_kv_heads_, head_dim_}).clone();  // [T, kv, d]
+    at::Tensor v = v_proj->forward(h).reshape({t, local_kv_heads_, head_dim_});
+    // Rotated copies: the projections' outputs stay as hooks saw them.
+    rotary_->apply_(q, meta.positions);
+    rotary_->apply_(k, meta.positions);
+    kernels::write_kv(kv, k, v, meta);
+    at::Tensor o = kernels::paged_attention(q, kv, meta, scale_);  // [T, heads, d]
+    return o_proj->forward(o.reshape({t, local_heads_ * head_dim_}));
+  });
+}
+
+LlamaMLP::LlamaMLP(const ModelConfig& cfg, const tp::ParallelContext& ctx, const at::TensorOptions& opts)
+    : Module("LlamaMLP") {
+  tp::RowRange cols = tp::even_split(cfg.intermediate_size, ctx, "intermediate (MLP) size");
+  const bool b = cfg.mlp_bias;
+  gate_proj = register_module("gate_proj", std::make_shared<tp::ColumnParallelLinear>(
+      cfg.hidden_size, cfg.intermediate_size, b, ctx, std::vector<tp::RowRange>{cols}, false, opts));
+  up_proj = register_module("up_proj", std::make_shared<tp::ColumnParallelLinear>(
+      cfg.hidden_size, cfg.intermediate_size, b, ctx, std::vector<tp::RowRange>{cols}, false, opts));
+  down_proj = register_module("down_proj", std::make_shared<tp::RowParallelLinear>(
+      cfg.intermediate_size, cfg.hidden_size, b, ctx, cols, opts));
+  act_fn = register_module("act_fn", std::make_shared<Activation>(Activation::parse(cfg.hidden_act)));
+}
+
+at::Tensor LlamaMLP::forward(const at::Tensor& x) {
+  return invoke(x, [&](const at::Tensor& h) {
+    return down_proj->forward(act_fn->forward(gate_proj->forward(h)) * up_proj->forward(h));
+  });
+}
+
+LlamaDecoderLayer::LlamaDecoderLayer(const ModelConfig& cfg, const tp::ParallelContext& ctx,
+                                     const at::TensorOptions& opts,
+                                     std::shared_ptr<const kernels::RotaryEmbedding> rotary)
+    : Module("LlamaDecoderLayer") {
+  self_attn = register_module("self_attn", std::make_shared<LlamaAttention>(cfg, ctx, opts, std::move(rotary)));
+  mlp = register_module("mlp", std::make_shared<LlamaMLP>(cfg, ctx, opts));
+  input_layernorm = register_module("input_layernorm",
+                                    std::make_shared<RMSNorm>("LlamaRMSNorm", cfg.hidden_size, cfg.norm_eps, opts));
+  post_attention_layernorm = register_module(
+      "post_attention_layernorm", std::make_shared<RMSNorm>("LlamaRMSNorm", cfg.hidden_size, cfg.norm_eps, opts));
+}
+
+at::Tensor LlamaDecoderLayer::forward(const at::Tensor& x, const batching::BatchMeta& meta, KVCache& kv) {
+  return invoke(x, [&](const at::Tensor& h) {
+    at::Tensor mid = h + self_attn->forward(input_layernorm->forward(h), meta, kv);
+    return mid + mlp->forward(post_attention_layernorm->forward(mid));
+  });
+}
+
+LlamaModel::LlamaModel(const ModelConfig& cfg, const tp::ParallelContext& ctx, const at::TensorOptions& opts)
+    : Module("LlamaModel"), max_position_(cfg.max_position) {
+  auto rotary = std::make_shared<const kernels::RotaryEmbedding>(cfg.head_dim, cfg.max_position, cfg.rope_theta,
+                                                                 cfg.rope_scaling);
+  embed_tokens = register_module("embed_tokens",
+                                 std::make_shared<tp::VocabParallelEmbedding>(cfg.vocab_size, cfg.hidden_size, ctx, opts));
+  layers = register_module("layers", torch::nn::ModuleList());
+  for (int64_t i = 0; i < cfg.num_layers; ++i) {
+    auto layer = std::make_shared<LlamaDecoderLayer>(cfg, ctx, opts, rotary);
+    layers->push_back(layer);
+    layer_ptrs.push_back(layer);
+  }
+  norm = register_module("norm", std::make_shared<RMSNorm>("LlamaRMSNorm", cfg.hidden_size, cfg.norm_eps, opts));
+}
+
+at::Tensor LlamaModel::forward(const at::Tensor& tokens, const batching::BatchMeta& meta, std::vector<KVCache>& kv) {
+  TORCH_CHECK(static_cast<int64_t>(kv.size()) == static_cast<int64_t>(layer_ptrs.size()),
+              "LlamaModel: need one KV cache per layer");
+  TORCH_CHECK(meta.max_context_len <= max_position_, "LlamaModel: context of ", meta.max_context_len,
+              " tokens exceeds the model's ", max_position_, " positions");
+  return invoke(tokens, [&](const at::Tensor& ids) {
+    at::Tensor h = embed_tokens->forward(ids);  // [T, hidden]
+    for (size_t i = 0; i < layer_ptrs.size(); ++i) h = layer_ptrs[i]->forward(h, meta, kv[i]);
+    return norm->forward(h);
+  });
+}
+
+LlamaForCausalLM::LlamaForCausalLM(const ModelConfig& cfg, const tp::ParallelContext& ctx,
+                                   const at::TensorOptions& opts)
+    : CausalLM("LlamaForCausalLM", cfg, ctx, opts) {
+  model = register_module("model", std::make_shared<LlamaModel>(config_, ctx_, options_));
+  lm_head = register_module("lm_head", std::make_shared<tp::ParallelLMHead>(config_.vocab_size,
+                                                                            config_.hidden_size, ctx_, options_));
+  if (config_.tie_word_embeddings) lm_head->tie_to(*model->embed_tokens);
+  assign_paths("");
+}
+
+at::Tensor LlamaForCausalLM::forward(const at::Tensor& tokens, const batching::BatchMeta& meta,
+                                     std::vector<KVCache>& kv) {
+  return model->forward(tokens, meta, kv);
+}
+
+at::Tensor LlamaForCausalLM::compute_logits(const at::Tensor& hidden, const at::Tensor& rows) {
+  return lm_head->forward(hidden.index_select(0, rows)).to(at::kFloat);
+}
+
+int64_t LlamaForCausalLM::local_kv_heads() const { return model->layer_ptrs.front()->self_attn->local_kv_heads(); }
+
+}  // namespace nnsight

@@ -1,0 +1,50 @@
+#include "models/norms.h"
+
+#include <ATen/ATen.h>
+
+#include <nnsight/error.hpp>
+
+#include "core/kernels/rms_norm.h"
+
+namespace nnsight {
+
+namespace {
+at::Tensor load_vector(const WeightSource& src, const std::string& name, int64_t dim) {
+  if (src.shape(name) != std::vector<int64_t>{dim}) {
+    throw LoadError(src.describe() + ": tensor '" + name + "' should have shape [" + std::to_string(dim) + "]");
+  }
+  return src.load(name);
+}
+}  // namespace
+
+RMSNorm::RMSNorm(std::string type_name, int64_t dim, double eps, const at::TensorOptions& options)
+    : Module(std::move(type_name)), eps_(eps) {
+  weight = register_parameter("weight", at::ones({dim}, options), false);
+}
+
+at::Tensor RMSNorm::forward(const at::Tensor& x) {
+  return invoke(x, [&](const at::Tensor& in) { return kernels::rms_norm(in, weight, eps_); });
+}
+
+void RMSNorm::load_weights(const WeightSource& source) {
+  weight.copy_(load_vector(source, path() + ".weight", weight.size(0)));
+}
+
+LayerNorm::LayerNorm(int64_t dim, double eps, const at::TensorOptions& options)
+    : Module("LayerNorm"), eps_(eps) {
+  weight = register_parameter("weight", at::ones({dim}, options), false);
+  bias = register_parameter("bias", at::zeros({dim}, options), false);
+}
+
+at::Tensor LayerNorm::forward(const at::Tensor& x) {
+  return invoke(x, [&](const at::Tensor& in) {
+    return at::layer_norm(in, {weight.size(0)}, weight, bias, eps_);
+  });
+}
+
+void LayerNorm::load_weights(const WeightSource& source) {
+  weight.copy_(load_vector(source, path() + ".weight", weight.size(0)));
+  bias.copy_(load_vector(source, path() + ".bias", bias.size(0)));
+}
+
+}  // namespace nnsight

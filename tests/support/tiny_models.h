@@ -1,0 +1,37 @@
+// Tiny random models built in-process, and a dense per-sequence reference
+// forward written independently of the library's model code (plain ATen
+// math, no paging, no fused kernels) to check the models against.
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/model_config.h"
+#include "models/causal_lm.h"
+
+namespace nnsight::testing {
+
+ModelConfig tiny_llama_config(bool tied = false);
+ModelConfig tiny_gpt2_config();
+
+// Every parameter (by Hugging Face name) filled from a seeded normal
+// distribution; norms near 1 so activations stay well scaled.
+void randomize(CausalLM& model, uint64_t seed);
+
+// Parameters by Hugging Face name (float32 copies) -- what the reference uses.
+std::map<std::string, at::Tensor> parameters_of(CausalLM& model);
+
+// Dense causal forward of one whole sequence: returns the final hidden
+// states [len, hidden] (after the final norm) and the logits [len, vocab].
+struct DenseOutput {
+  at::Tensor hidden;
+  at::Tensor logits;
+};
+DenseOutput dense_reference(const ModelConfig& cfg, const std::map<std::string, at::Tensor>& params,
+                            const std::vector<int64_t>& tokens);
+
+}  // namespace nnsight::testing

@@ -1,0 +1,54 @@
+// Embedding and LM head split over the vocabulary across tensor-parallel
+// ranks. Each rank holds vocabulary rows [start, start + local); the
+// embedding zeroes ids outside its range and all-reduces, the head computes
+// its slice of the logits and all-gathers them.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <memory>
+
+#include "core/module.h"
+#include "tp/parallel_linear.h"
+#include "tp/process_group.h"
+
+namespace nnsight::tp {
+
+class VocabParallelEmbedding : public Module {
+ public:
+  VocabParallelEmbedding(int64_t vocab, int64_t dim, ParallelContext ctx, const at::TensorOptions& options);
+
+  at::Tensor forward(const at::Tensor& ids);  // [T] int64 -> [T, dim]
+  void load_weights(const WeightSource& source) override;
+
+  int64_t vocab() const { return vocab_; }
+  RowRange rows() const { return rows_; }
+  at::Tensor weight;  // [local_vocab, dim]
+
+ private:
+  int64_t vocab_, dim_;
+  ParallelContext ctx_;
+  RowRange rows_;
+};
+
+class ParallelLMHead : public Module {
+ public:
+  ParallelLMHead(int64_t vocab, int64_t dim, ParallelContext ctx, const at::TensorOptions& options);
+
+  // [S, dim] -> [S, vocab] on every rank.
+  at::Tensor forward(const at::Tensor& hidden);
+  void load_weights(const WeightSource& source) override;
+  // Shares the embedding's weight (tied word embeddings); loading is then skipped.
+  void tie_to(const VocabParallelEmbedding& embedding);
+  bool tied() const { return tied_; }
+
+  at::Tensor weight;  // [local_vocab, dim]
+
+ private:
+  int64_t vocab_, dim_;
+  ParallelContext ctx_;
+  RowRange rows_;
+  bool tied_ = false;
+};
+
+}  // namespace nnsight::tp
