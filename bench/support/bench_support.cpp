@@ -1,0 +1,50 @@
+#include "support/bench_support.h"
+
+#include <ATen/ATen.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+namespace nnsight::bench {
+
+namespace {
+double now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+}  // namespace
+
+double measure_copy_bandwidth(int64_t bytes) {
+  std::vector<char> a(static_cast<size_t>(bytes), 1), b(static_cast<size_t>(bytes), 2);
+  double best = 1e30;
+  for (int i = 0; i < 5; ++i) {
+    double t0 = now();
+    std::memcpy(b.data(), a.data(), a.size());
+    best = std::min(best, now() - t0);
+    std::swap(a, b);
+  }
+  return 2.0 * static_cast<double>(bytes) / best;
+}
+
+double measure_linear_flops(int64_t rows, int64_t k, int64_t n, bool bf16) {
+  auto dt = bf16 ? at::kBFloat16 : at::kFloat;
+  at::Tensor x = at::randn({rows, k}).to(dt), w = at::randn({n, k}).to(dt);
+  for (int i = 0; i < 3; ++i) at::linear(x, w);
+  double best = 1e30;
+  for (int i = 0; i < 20; ++i) {
+    double t0 = now();
+    at::linear(x, w);
+    best = std::min(best, now() - t0);
+  }
+  return 2.0 * static_cast<double>(rows * k * n) / best;
+}
+
+std::string default_model_path() {
+  const char* home = std::getenv("NNSIGHT_HOME");
+  std::string base = home ? home : std::string(std::getenv("HOME") ? std::getenv("HOME") : "/root") + "/.cache/nnsight";
+  return base + "/models/SmolLM2-135M-Instruct.Q4_1.gguf";
+}
+
+}  // namespace nnsight::bench

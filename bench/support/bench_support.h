@@ -1,0 +1,20 @@
+// Shared pieces of the benchmarks: the machine's floors, measured in the
+// same process as the thing they bound.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace nnsight::bench {
+
+// Memory copy bandwidth in bytes/s (read + write counted once each, i.e.
+// 2 * bytes copied / time), best of a few copies of `bytes`.
+double measure_copy_bandwidth(int64_t bytes = int64_t(256) << 20);
+
+// fp32 matmul rate in FLOP/s for [rows, k] x [k, n] through at::linear.
+double measure_linear_flops(int64_t rows, int64_t k, int64_t n, bool bf16 = false);
+
+// Path of the default model (NNSIGHT_HOME or ~/.cache/nnsight + /models/...).
+std::string default_model_path();
+
+}  // namespace nnsight::bench

@@ -1,0 +1,101 @@
+// EngineArgs: how the serving engine is built. Chainable setters; each
+// default is next to its field.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace nnsight {
+
+class EngineArgs {
+ public:
+  EngineArgs() = default;
+
+  // A known name ("smollm2-135m"), a .gguf file, or a Hugging Face directory.
+  const std::string& model() const { return model_; }
+  EngineArgs& model(std::string v) { model_ = std::move(v); return *this; }
+  // "float32" (default) or "bfloat16" (weights, activations and KV cache).
+  const std::string& dtype() const { return dtype_; }
+  EngineArgs& dtype(std::string v) { dtype_ = std::move(v); return *this; }
+  // "cpu" (default) or "cuda" (needs a CUDA build of LibTorch).
+  const std::string& device() const { return device_; }
+  EngineArgs& device(std::string v) { device_ = std::move(v); return *this; }
+
+  // Most sequences in one step.
+  int64_t max_num_seqs() const { return max_num_seqs_; }
+  EngineArgs& max_num_seqs(int64_t v) { max_num_seqs_ = v; return *this; }  // default 64
+  // Most tokens in one step (the per-step token budget).
+  int64_t max_num_batched_tokens() const { return max_num_batched_tokens_; }
+  EngineArgs& max_num_batched_tokens(int64_t v) { max_num_batched_tokens_ = v; return *this; }  // default 2048
+  // Longest prompt + output; 0 = the model's context length.
+  int64_t max_model_len() const { return max_model_len_; }
+  EngineArgs& max_model_len(int64_t v) { max_model_len_ = v; return *this; }
+  bool enable_chunked_prefill() const { return enable_chunked_prefill_; }
+  EngineArgs& enable_chunked_prefill(bool v) { enable_chunked_prefill_ = v; return *this; }  // default on
+  bool enable_prefix_caching() const { return enable_prefix_caching_; }
+  EngineArgs& enable_prefix_caching(bool v) { enable_prefix_caching_ = v; return *this; }  // default on
+
+  // Tokens per KV-cache block.
+  int64_t block_size() const { return block_size_; }
+  EngineArgs& block_size(int64_t v) { block_size_ = v; return *this; }  // default 16
+  // KV-cache blocks; 0 = as many as kv_cache_memory_mb holds.
+  int64_t num_kv_blocks() const { return num_kv_blocks_; }
+  EngineArgs& num_kv_blocks(int64_t v) { num_kv_blocks_ = v; return *this; }
+  int64_t kv_cache_memory_mb() const { return kv_cache_memory_mb_; }
+  EngineArgs& kv_cache_memory_mb(int64_t v) { kv_cache_memory_mb_ = v; return *this; }  // default 1024
+
+  // "inproc" (default: the model runs in this process) or "mp" (worker processes).
+  const std::string& executor() const { return executor_; }
+  EngineArgs& executor(std::string v) { executor_ = std::move(v); return *this; }
+  // Worker processes for "mp" (each holds a tensor-parallel shard; 1 = whole model).
+  int64_t tensor_parallel_size() const { return tensor_parallel_size_; }
+  EngineArgs& tensor_parallel_size(int64_t v) { tensor_parallel_size_ = v; return *this; }  // default 1
+  // A worker that does not answer a step within this many seconds is declared hung.
+  double worker_timeout_s() const { return worker_timeout_s_; }
+  EngineArgs& worker_timeout_s(double v) { worker_timeout_s_ = v; return *this; }  // default 120
+  // Path of the nnsight-worker program; empty = next to the library / on PATH.
+  const std::string& worker_program() const { return worker_program_; }
+  EngineArgs& worker_program(std::string v) { worker_program_ = std::move(v); return *this; }
+
+  // Seed for requests that bring none.
+  uint64_t seed() const { return seed_; }
+  EngineArgs& seed(uint64_t v) { seed_ = v; return *this; }  // default 0
+  // Intra-op threads of the process running the model (divided among workers); 0 = all cores.
+  int64_t num_threads() const { return num_threads_; }
+  EngineArgs& num_threads(int64_t v) { num_threads_ = v; return *this; }
+  // Show a progress bar on stderr while loading, when it is a terminal.
+  bool show_progress() const { return show_progress_; }
+  EngineArgs& show_progress(bool v) { show_progress_ = v; return *this; }  // default on
+
+  // Throws nnsight::ConfigError naming the first bad field.
+  void validate() const;
+
+  template <class Archive>
+  void serialize(Archive& ar) {
+    ar(model_, dtype_, device_, max_num_seqs_, max_num_batched_tokens_, max_model_len_, enable_chunked_prefill_,
+       enable_prefix_caching_, block_size_, num_kv_blocks_, kv_cache_memory_mb_, executor_, tensor_parallel_size_,
+       worker_timeout_s_, worker_program_, seed_, num_threads_, show_progress_);
+  }
+
+ private:
+  std::string model_ = "smollm2-135m";
+  std::string dtype_ = "float32";
+  std::string device_ = "cpu";
+  int64_t max_num_seqs_ = 64;
+  int64_t max_num_batched_tokens_ = 2048;
+  int64_t max_model_len_ = 0;
+  bool enable_chunked_prefill_ = true;
+  bool enable_prefix_caching_ = true;
+  int64_t block_size_ = 16;
+  int64_t num_kv_blocks_ = 0;
+  int64_t kv_cache_memory_mb_ = 1024;
+  std::string executor_ = "inproc";
+  int64_t tensor_parallel_size_ = 1;
+  double worker_timeout_s_ = 120.0;
+  std::string worker_program_;
+  uint64_t seed_ = 0;
+  int64_t num_threads_ = 0;
+  bool show_progress_ = true;
+};
+
+}  // namespace nnsight

@@ -1,0 +1,15 @@
+#include "runner/executor.h"
+
+#include "runner/inproc_executor.h"
+#include "runner/mp_executor.h"
+#include "runner/worker_setup.h"
+
+namespace nnsight::runner {
+
+std::unique_ptr<Executor> make_executor(const EngineArgs& args) {
+  args.validate();
+  if (args.executor() == "mp" || args.tensor_parallel_size() > 1) return std::make_unique<MultiProcExecutor>(args);
+  return std::make_unique<InProcExecutor>(build_model_runner(args, tp::ParallelContext{}));
+}
+
+}  // namespace nnsight::runner

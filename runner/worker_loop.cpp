@@ -1,0 +1,59 @@
+#include "runner/worker_loop.h"
+
+#include <ATen/Parallel.h>
+#include <c10/core/InferenceMode.h>
+
+#include <cstdio>
+#include <exception>
+
+#include "runner/wire.h"
+#include "runner/worker_error.h"
+#include "runner/worker_setup.h"
+
+namespace nnsight::runner {
+
+int run_worker(int fd, int rank) {
+  MessageType type;
+  std::string payload;
+  std::unique_ptr<ModelRunner> runner;
+  try {
+    if (!recv_message(fd, -1, type, payload) || type != MessageType::kInit) return 2;
+    WorkerInit init;
+    decode(payload, init);
+    if (init.num_threads > 0) at::set_num_threads(static_cast<int>(init.num_threads));
+    c10::InferenceMode guard;
+    runner = build_model_runner(init.args, tp::ParallelContext{});
+    WorkerReady ready{runner->config().num_blocks, runner->model().config()};
+    if (!send_message(fd, MessageType::kReady, encode(ready))) return 3;
+  } catch (const WorkerError&) {
+    return 3;  // the engine went away
+  } catch (const std::exception& e) {
+    send_message(fd, MessageType::kError, e.what());
+    return 1;
+  }
+
+  c10::InferenceMode guard;
+  while (true) {
+    try {
+      if (!recv_message(fd, -1, type, payload)) continue;
+    } catch (const WorkerError&) {
+      return 0;  // engine closed the connection: nothing left to serve
+    }
+    if (type == MessageType::kShutdown) return 0;
+    if (type != MessageType::kStep) {
+      send_message(fd, MessageType::kError, "unexpected message type " + std::to_string(static_cast<uint32_t>(type)));
+      return 1;
+    }
+    try {
+      SchedulerOutput step;
+      decode(payload, step);
+      ModelRunnerOutput out = runner->execute(step);
+      if (!send_message(fd, MessageType::kStepDone, rank == 0 ? encode(out) : std::string())) return 3;
+    } catch (const std::exception& e) {
+      send_message(fd, MessageType::kError, e.what());
+      return 1;
+    }
+  }
+}
+
+}  // namespace nnsight::runner

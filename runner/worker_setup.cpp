@@ -1,0 +1,72 @@
+#include "runner/worker_setup.h"
+
+#include <ATen/ATen.h>
+
+#include <nnsight/error.hpp>
+
+#include "core/model_path.h"
+#include "core/progress.h"
+#include "core/weight_source.h"
+
+namespace nnsight::runner {
+
+at::TensorOptions model_options(const EngineArgs& args) {
+  at::TensorOptions opts = at::TensorOptions().dtype(args.dtype() == "bfloat16" ? at::kBFloat16 : at::kFloat);
+  if (args.device() != "cpu") {
+    at::Device device(args.device());
+    if (device.is_cuda() && !at::hasCUDA())
+      throw ConfigError("EngineArgs.device is '" + args.device() + "' but this LibTorch has no CUDA device available");
+    opts = opts.device(device);
+  }
+  return opts;
+}
+
+int64_t max_model_len_for(const EngineArgs& args, const ModelConfig& config) {
+  if (args.max_model_len() > 0) {
+    if (args.max_model_len() > config.max_position)
+      throw ConfigError("EngineArgs.max_model_len (" + std::to_string(args.max_model_len()) +
+                        ") exceeds the model's context length (" + std::to_string(config.max_position) + ")");
+    return args.max_model_len();
+  }
+  return config.max_position;
+}
+
+int64_t kv_blocks_for(const EngineArgs& args, const CausalLM& model) {
+  if (args.num_kv_blocks() > 0) return args.num_kv_blocks();
+  const int64_t elem = static_cast<int64_t>(c10::elementSize(c10::typeMetaToScalarType(model.options().dtype())));
+  const int64_t per_block = 2 * model.num_layers() * args.block_size() * model.local_kv_heads() * model.head_dim() * elem;
+  const int64_t blocks = args.kv_cache_memory_mb() * (int64_t(1) << 20) / per_block;
+  if (blocks < 1)
+    throw ConfigError("EngineArgs.kv_cache_memory_mb (" + std::to_string(args.kv_cache_memory_mb()) +
+                      ") holds no KV-cache block of " + std::to_string(per_block) + " bytes");
+  return blocks;
+}
+
+RunnerConfig runner_config_for(const EngineArgs& args, const CausalLM& model) {
+  RunnerConfig rc;
+  rc.num_blocks = kv_blocks_for(args, model);
+  rc.block_size = args.block_size();
+  rc.max_num_batched_tokens = args.max_num_batched_tokens();
+  rc.max_num_seqs = args.max_num_seqs();
+  rc.max_model_len = max_model_len_for(args, model.config());
+  return rc;
+}
+
+std::unique_ptr<ModelRunner> build_model_runner(const EngineArgs& args, const tp::ParallelContext& ctx) {
+  args.validate();
+  const std::string path = resolve_model_path(args.model());
+  auto source = open_weights(path);
+  auto model = create_causal_lm(source->config(), ctx, model_options(args));
+  ProgressBar bar("loading " + path, static_cast<int64_t>(model->named_hookable_modules().size()),
+                  args.show_progress() && ctx.rank() == 0);
+  for (auto& [p, m] : model->named_hookable_modules()) {
+    m->load_weights(*source);
+    bar.advance();
+  }
+  bar.done();
+  RunnerConfig rc = runner_config_for(args, *model);
+  rc.is_driver = ctx.rank() == 0;
+  return std::make_unique<ModelRunner>(std::move(model), rc);
+}
+
+}  // namespace nnsight::runner

@@ -1,0 +1,29 @@
+// Building a model runner from EngineArgs: shared by the in-process executor
+// and the worker processes, so both load and size things identically.
+#pragma once
+
+#include <memory>
+
+#include <nnsight/engine_args.hpp>
+
+#include "models/causal_lm.h"
+#include "runner/model_runner.h"
+#include "tp/process_group.h"
+
+namespace nnsight::runner {
+
+// The dtype/device EngineArgs name. Throws ConfigError for an unusable device.
+at::TensorOptions model_options(const EngineArgs& args);
+
+// KV-cache blocks that fit args.kv_cache_memory_mb (or args.num_kv_blocks).
+int64_t kv_blocks_for(const EngineArgs& args, const CausalLM& model);
+
+// Context length the engine serves: args.max_model_len or the model's.
+int64_t max_model_len_for(const EngineArgs& args, const ModelConfig& config);
+
+RunnerConfig runner_config_for(const EngineArgs& args, const CausalLM& model);
+
+// Resolves args.model, loads this rank's shard and builds its runner.
+std::unique_ptr<ModelRunner> build_model_runner(const EngineArgs& args, const tp::ParallelContext& ctx);
+
+}  // namespace nnsight::runner

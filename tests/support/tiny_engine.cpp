@@ -1,0 +1,35 @@
+#include "support/tiny_engine.h"
+
+#include <stdexcept>
+
+#include "runner/inproc_executor.h"
+#include "runner/worker_setup.h"
+#include "support/tiny_models.h"
+
+namespace nnsight::testing {
+
+std::shared_ptr<CausalLM> tiny_llama(uint64_t seed) {
+  ModelConfig cfg = tiny_llama_config(false);
+  cfg.max_position = 256;
+  auto model = create_causal_lm(cfg, tp::ParallelContext{}, at::TensorOptions().dtype(at::kFloat));
+  randomize(*model, seed);
+  return model;
+}
+
+std::unique_ptr<runner::Engine> tiny_engine(const EngineArgs& args, std::shared_ptr<CausalLM> model) {
+  runner::RunnerConfig rc = runner::runner_config_for(args, *model);
+  auto exec = std::make_unique<runner::InProcExecutor>(std::make_unique<runner::ModelRunner>(model, rc));
+  return std::make_unique<runner::Engine>(args, std::move(exec), nullptr);
+}
+
+std::map<uint64_t, RequestOutput> run_to_completion(runner::Engine& engine) {
+  std::map<uint64_t, RequestOutput> done;
+  for (int guard = 0; engine.has_unfinished(); ++guard) {
+    if (guard > 100000) throw std::runtime_error("run_to_completion: engine does not finish");
+    for (auto& o : engine.step())
+      if (o.finished) done[o.request_id] = o;
+  }
+  return done;
+}
+
+}  // namespace nnsight::testing
