@@ -1,0 +1,209 @@
+#include "core/gguf/gguf_weights.h"
+
+#include <ATen/ATen.h>
+
+#include <nnsight/error.hpp>
+
+#include "core/gguf/gguf_tensor_names.h"
+#include "core/gguf/gguf_tokenizer_spec.h"
+#include "core/gguf/qk_permutation.h"
+#include "core/rope_scaling_factors.h"
+
+namespace nnsight {
+namespace {
+
+std::string basename_of(const std::string& path) {
+  size_t slash = path.find_last_of('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+std::string shape_string(const std::vector<int64_t>& s) {
+  std::string out = "[";
+  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
+  return out + "]";
+}
+
+// Layer index of "blk.N.*", -1 otherwise (the name was validated by the mapping).
+int64_t layer_of(const std::string& gguf_name) {
+  if (gguf_name.compare(0, 4, "blk.") != 0) return -1;
+  return std::stoll(gguf_name.substr(4, gguf_name.find('.', 4) - 4));
+}
+
+}  // namespace
+
+GgufWeights::GgufWeights(const std::string& path) : file_(path) {
+  read_config();
+  map_tensors();
+  try {
+    config_.validate();
+  } catch (const ConfigError& e) {
+    throw LoadError(file_.path() + ": " + e.what());
+  }
+}
+
+void GgufWeights::read_config() {
+  const GgufFile& f = file_;
+  const std::string arch = f.get_string("general.architecture");
+  if (arch != "llama" && arch != "gpt2") {
+    throw LoadError(f.path() + ": architecture '" + arch + "' is not supported (supported: llama, gpt2)");
+  }
+  const std::string p = arch + ".";
+  ModelConfig& c = config_;
+  c.architecture = arch;
+  c.name = f.get_string_or("general.name", basename_of(f.path()));
+  c.num_layers = f.get_int(p + "block_count");
+  c.hidden_size = f.get_int(p + "embedding_length");
+  c.intermediate_size = f.get_int(p + "feed_forward_length");
+  c.num_heads = f.get_int(p + "attention.head_count");
+  c.num_kv_heads = f.get_int_or(p + "attention.head_count_kv", c.num_heads);
+  c.head_dim = f.get_int_or(p + "attention.key_length",
+                            c.num_heads > 0 ? c.hidden_size / c.num_heads : 0);
+  c.max_position = f.get_int_or(p + "context_length", c.max_position);
+  c.bos_token_id = f.get_int_or("tokenizer.ggml.bos_token_id", -1);
+  c.eos_token_id = f.get_int_or("tokenizer.ggml.eos_token_id", -1);
+
+  const GgufTensorInfo& embd = f.tensor("token_embd.weight");
+  if (embd.dims.size() != 2 || embd.dims[0] != c.hidden_size) {
+    throw LoadError(f.path() + ": tensor 'token_embd.weight' has GGUF dims " +
+                    shape_string(embd.dims) + ", expected [" + std::to_string(c.hidden_size) +
+                    ", vocab]");
+  }
+  c.vocab_size = embd.dims[1];
+  c.tie_word_embeddings = f.find_tensor("output.weight") == nullptr;
+
+  if (arch == "gpt2") {
+    c.norm_eps = f.get_float(p + "attention.layer_norm_epsilon");
+    c.hidden_act = "gelu_new";
+    c.attention_bias = true;
+    c.mlp_bias = true;
+    return;
+  }
+  c.norm_eps = f.get_float(p + "attention.layer_norm_rms_epsilon");
+  c.hidden_act = "silu";
+  c.rope_theta = f.get_float_or(p + "rope.freq_base", c.rope_theta);
+  c.attention_bias = f.find_tensor("blk.0.attn_q.bias") != nullptr;
+  c.mlp_bias = f.find_tensor("blk.0.ffn_up.bias") != nullptr;
+  const int64_t rot = f.get_int_or(p + "rope.dimension_count", c.head_dim);
+  if (rot != c.head_dim) {
+    throw LoadError(f.describe_key(p + "rope.dimension_count") + " = " + std::to_string(rot) +
+                    ": partial rotary embeddings (head_dim " + std::to_string(c.head_dim) +
+                    ") are not supported");
+  }
+  const std::string scaling = f.get_string_or(p + "rope.scaling.type", "none");
+  if (scaling != "none") {
+    throw LoadError(f.describe_key(p + "rope.scaling.type") + " = '" + scaling +
+                    "' is not supported (only Llama-3 scaling, stored as rope_freqs.weight)");
+  }
+  if (const GgufTensorInfo* freqs = f.find_tensor("rope_freqs.weight")) {
+    at::Tensor t = f.dequantize(*freqs).reshape({-1});  // [head_dim / 2]
+    std::vector<float> divisors(t.data_ptr<float>(), t.data_ptr<float>() + t.numel());
+    c.rope_scaling = fit_llama3_rope_scaling(
+        divisors, c.rope_theta, c.head_dim,
+        f.get_int_or(p + "rope.scaling.original_context_length", 8192),
+        f.path() + ": tensor 'rope_freqs.weight'");
+  }
+}
+
+void GgufWeights::map_tensors() {
+  const std::string& arch = config_.architecture;
+  for (const GgufTensorInfo& info : file_.tensors()) {
+    if (arch == "llama" && info.name == "rope_freqs.weight") continue;  // folded into config
+    std::optional<std::string> hf = hf_name_from_gguf(arch, info.name);
+    if (!hf) {
+      throw LoadError(file_.path() + ": tensor '" + info.name +
+                      "' has no Hugging Face counterpart in architecture '" + arch + "'");
+    }
+    int64_t layer = layer_of(info.name);
+    if (layer >= config_.num_layers) {
+      throw LoadError(file_.path() + ": tensor '" + info.name + "' belongs to layer " +
+                      std::to_string(layer) + " but the model has " +
+                      std::to_string(config_.num_layers) + " layers");
+    }
+    Entry e;
+    e.info = &info;
+    if (arch == "llama" && layer >= 0) {
+      const std::string stem = info.name.substr(info.name.find('.', 4) + 1);
+      if (stem.compare(0, 7, "attn_q.") == 0) e.permuted_heads = config_.num_heads;
+      if (stem.compare(0, 7, "attn_k.") == 0) e.permuted_heads = config_.num_kv_heads;
+    }
+    if (e.permuted_heads > 0) {
+      const int64_t rows = info.torch_shape()[0];
+      if (config_.head_dim <= 0 || rows != e.permuted_heads * config_.head_dim ||
+          config_.head_dim % 2 != 0) {
+        throw LoadError(file_.path() + ": tensor '" + info.name + "' has " + std::to_string(rows) +
+                        " rows, expected " + std::to_string(e.permuted_heads) + " heads x head_dim " +
+                        std::to_string(config_.head_dim));
+      }
+    }
+    order_.push_back(*hf);
+    entries_.emplace(*hf, e);
+  }
+  if (config_.tie_word_embeddings) {
+    const std::string embed =
+        arch == "llama" ? "model.embed_tokens.weight" : "transformer.wte.weight";
+    order_.push_back("lm_head.weight");
+    entries_.emplace("lm_head.weight", entries_.at(embed));
+  }
+}
+
+const GgufWeights::Entry& GgufWeights::entry(const std::string& name) const {
+  auto it = entries_.find(name);
+  if (it == entries_.end()) {
+    throw LoadError(file_.path() + ": no tensor '" + name + "' (Hugging Face name)");
+  }
+  return it->second;
+}
+
+std::vector<int64_t> GgufWeights::shape(const std::string& name) const {
+  return entry(name).info->torch_shape();
+}
+
+TokenizerSpec GgufWeights::tokenizer_spec() const { return tokenizer_spec_from_gguf(file_); }
+
+at::Tensor GgufWeights::read_outer(const GgufTensorInfo& info, int64_t start,
+                                   int64_t length) const {
+  std::vector<int64_t> shape = info.torch_shape();
+  const int64_t rows_per_outer = shape[0] == 0 ? 0 : info.rows() / shape[0];
+  shape[0] = length;
+  return file_.dequantize_rows(info, start * rows_per_outer, length * rows_per_outer).view(shape);
+}
+
+at::Tensor GgufWeights::load(const std::string& name, ShardSlice slice) const {
+  const Entry& e = entry(name);
+  const GgufTensorInfo& info = *e.info;
+  const std::vector<int64_t> shape = info.torch_shape();
+  const int64_t rank = static_cast<int64_t>(shape.size());
+
+  if (!slice.is_whole()) {
+    if (slice.dim > 1 || slice.dim >= rank || slice.start < 0 || slice.length < 0 ||
+        slice.start > shape[slice.dim] || slice.length > shape[slice.dim] - slice.start) {
+      throw LoadError(file_.path() + ": tensor '" + name + "' of shape " + shape_string(shape) +
+                      ": slice dim " + std::to_string(slice.dim) + " [" +
+                      std::to_string(slice.start) + ", +" + std::to_string(slice.length) +
+                      ") is out of range");
+    }
+  }
+  if (!slice.is_whole() && slice.length == 0) {
+    std::vector<int64_t> empty_shape = shape;
+    empty_shape[slice.dim] = 0;
+    return at::empty(empty_shape, at::TensorOptions().dtype(at::kFloat));
+  }
+  auto whole = [&] {
+    at::Tensor t = file_.dequantize(info);
+    return e.permuted_heads > 0 ? unpermute_qk_rows(t, e.permuted_heads) : t;
+  };
+  if (slice.is_whole()) return whole();
+  if (slice.dim == 1 || rank == 1) {
+    return whole().narrow(slice.dim, slice.start, slice.length).contiguous();
+  }
+  if (e.permuted_heads == 0) return read_outer(info, slice.start, slice.length);
+  // The permutation stays within a head: dequantize the heads the slice
+  // touches, un-permute them, then trim to the slice.
+  const int64_t head_dim = shape[0] / e.permuted_heads;
+  const int64_t h0 = slice.start / head_dim;
+  const int64_t h1 = (slice.start + slice.length + head_dim - 1) / head_dim;
+  at::Tensor heads = unpermute_qk_rows(read_outer(info, h0 * head_dim, (h1 - h0) * head_dim), h1 - h0);
+  return heads.narrow(0, slice.start - h0 * head_dim, slice.length).contiguous();
+}
+
+}  // namespace nnsight

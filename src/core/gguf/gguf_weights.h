@@ -1,0 +1,57 @@
+// GgufWeights: a WeightSource over a llama.cpp GGUF file (architectures
+// "llama" and "gpt2"). Serves tensors under Hugging Face names, dequantized to
+// float32, with the converter's q/k row permutation undone; the ModelConfig
+// and TokenizerSpec come from the file's metadata.
+#pragma once
+
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "core/gguf/gguf_file.h"
+#include "core/tokenizer/tokenizer_spec.h"
+#include "core/weight_source.h"
+
+namespace nnsight {
+
+class GgufWeights final : public WeightSource {
+ public:
+  // Throws LoadError for a malformed file, an unsupported architecture, a
+  // tensor with no Hugging Face counterpart, or inconsistent hyper-parameters.
+  explicit GgufWeights(const std::string& path);
+  // Entries point into file_'s tensor directory.
+  GgufWeights(const GgufWeights&) = delete;
+  GgufWeights& operator=(const GgufWeights&) = delete;
+
+  const std::string& describe() const override { return file_.path(); }
+  const ModelConfig& config() const override { return config_; }
+  // File order; "lm_head.weight" last when the embeddings are tied (it is
+  // then served from the token embedding).
+  std::vector<std::string> names() const override { return order_; }
+  bool has(const std::string& name) const override { return entries_.count(name) > 0; }
+  std::vector<int64_t> shape(const std::string& name) const override;
+  // Row slices of q/k projections dequantize only the heads they touch.
+  at::Tensor load(const std::string& name, ShardSlice slice = ShardSlice::whole()) const override;
+
+  TokenizerSpec tokenizer_spec() const;
+  const GgufFile& file() const { return file_; }
+
+ private:
+  struct Entry {
+    const GgufTensorInfo* info = nullptr;
+    // > 0 for q/k projections: the number of heads whose rows llama.cpp permuted.
+    int64_t permuted_heads = 0;
+  };
+  const Entry& entry(const std::string& name) const;
+  void read_config();
+  void map_tensors();
+  // Outer-dimension rows [start, start + length) as float32 [length, shape[1:]...].
+  at::Tensor read_outer(const GgufTensorInfo& info, int64_t start, int64_t length) const;
+
+  GgufFile file_;
+  ModelConfig config_;
+  std::vector<std::string> order_;
+  std::unordered_map<std::string, Entry> entries_;
+};
+
+}  // namespace nnsight

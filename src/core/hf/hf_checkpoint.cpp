@@ -1,0 +1,196 @@
+#include "core/hf/hf_checkpoint.h"
+
+#include <ATen/ATen.h>
+#include <nlohmann/json.hpp>
+#include <sys/stat.h>
+
+#include <map>
+
+#include <nnsight/error.hpp>
+
+#include "core/hf/hf_config.h"
+#include "core/untrusted_json.h"
+
+namespace nnsight {
+namespace {
+
+bool is_dir(const std::string& p) {
+  struct stat st {};
+  return ::stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+bool is_file(const std::string& p) {
+  struct stat st {};
+  return ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+bool starts_with(const std::string& s, const std::string& prefix) {
+  return s.compare(0, prefix.size(), prefix) == 0;
+}
+
+std::string shape_string(const std::vector<int64_t>& s) {
+  std::string out = "[";
+  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
+  return out + "]";
+}
+
+// The Hugging Face name of a stored tensor; nullopt for buffers that are not
+// parameters (GPT-2's causal masks, old Llama rotary caches).
+std::optional<std::string> canonical_name(const std::string& arch, const std::string& stored) {
+  if (arch == "gpt2") {
+    if (ends_with(stored, ".attn.bias") || ends_with(stored, ".attn.masked_bias")) return std::nullopt;
+    if (starts_with(stored, "transformer.") || starts_with(stored, "lm_head.")) return stored;
+    return "transformer." + stored;  // saved from GPT2Model rather than GPT2LMHeadModel
+  }
+  if (ends_with(stored, "rotary_emb.inv_freq")) return std::nullopt;
+  if (starts_with(stored, "model.") || starts_with(stored, "lm_head.")) return stored;
+  return "model." + stored;  // saved from LlamaModel rather than LlamaForCausalLM
+}
+
+bool is_conv1d_weight(const std::string& arch, const std::string& name) {
+  return arch == "gpt2" && starts_with(name, "transformer.h.") &&
+         (ends_with(name, ".attn.c_attn.weight") || ends_with(name, ".attn.c_proj.weight") ||
+          ends_with(name, ".mlp.c_fc.weight") || ends_with(name, ".mlp.c_proj.weight"));
+}
+
+}  // namespace
+
+HfCheckpoint::HfCheckpoint(const std::string& path) : describe_(path) {
+  std::string single;
+  if (is_dir(path)) {
+    dir_ = path;
+    while (dir_.size() > 1 && dir_.back() == '/') dir_.pop_back();
+  } else if (is_file(path) && ends_with(path, ".safetensors")) {
+    single = path;
+    size_t slash = path.find_last_of('/');
+    dir_ = slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
+  } else {
+    throw LoadError(path + ": not a Hugging Face checkpoint directory or .safetensors file");
+  }
+  const std::string config_path = dir_ + "/config.json";
+  if (!is_file(config_path)) throw LoadError(dir_ + ": no config.json");
+  config_ = read_hf_config(config_path);
+
+  if (!single.empty()) {
+    const SafetensorsFile& f = open_file(single.substr(single.find_last_of('/') + 1));
+    for (const SafetensorsTensorInfo& t : f.tensors()) add_tensor(f, t.name);
+  } else if (is_file(dir_ + "/model.safetensors")) {
+    const SafetensorsFile& f = open_file("model.safetensors");
+    for (const SafetensorsTensorInfo& t : f.tensors()) add_tensor(f, t.name);
+  } else if (is_file(dir_ + "/model.safetensors.index.json")) {
+    const std::string index_path = dir_ + "/model.safetensors.index.json";
+    nlohmann::json index = read_untrusted_json_file(index_path, 64u << 20);
+    auto map = index.is_object() ? index.find("weight_map") : index.end();
+    if (map == index.end() || !map->is_object()) {
+      throw LoadError(index_path + ": no 'weight_map' object");
+    }
+    for (auto it = map->begin(); it != map->end(); ++it) {
+      if (!it.value().is_string()) {
+        throw LoadError(index_path + ": weight_map entry '" + it.key() + "' is not a file name");
+      }
+      const std::string shard = it.value().get<std::string>();
+      // Shards live in the checkpoint directory; a path would let an index reach elsewhere.
+      if (shard.empty() || shard.find('/') != std::string::npos || shard == "." || shard == "..") {
+        throw LoadError(index_path + ": weight_map entry '" + it.key() + "' names shard '" + shard +
+                        "', not a file in the checkpoint directory");
+      }
+      const SafetensorsFile& f = open_file(shard);
+      if (f.find(it.key()) == nullptr) {
+        throw LoadError(index_path + ": tensor '" + it.key() + "' is mapped to '" + shard +
+                        "', which does not contain it");
+      }
+      add_tensor(f, it.key());
+    }
+  } else {
+    std::string hint = is_file(dir_ + "/pytorch_model.bin")
+                           ? " (pytorch_model.bin checkpoints are not supported; convert to safetensors)"
+                           : "";
+    throw LoadError(dir_ + ": no model.safetensors or model.safetensors.index.json" + hint);
+  }
+
+  if (!has("lm_head.weight") && config_.tie_word_embeddings) {
+    const std::string embed =
+        config_.architecture == "gpt2" ? "transformer.wte.weight" : "model.embed_tokens.weight";
+    if (has(embed)) {
+      entries_.emplace("lm_head.weight", entries_.at(embed));
+      order_.push_back("lm_head.weight");
+    }
+  }
+}
+
+const SafetensorsFile& HfCheckpoint::open_file(const std::string& file_name) {
+  const std::string full = dir_ + "/" + file_name;
+  for (const auto& f : files_) {
+    if (f->path() == full) return *f;
+  }
+  files_.push_back(std::make_unique<SafetensorsFile>(full));
+  return *files_.back();
+}
+
+void HfCheckpoint::add_tensor(const SafetensorsFile& file, const std::string& stored_name) {
+  std::optional<std::string> name = canonical_name(config_.architecture, stored_name);
+  if (!name) return;
+  Entry e;
+  e.file = &file;
+  e.stored_name = stored_name;
+  e.conv1d = is_conv1d_weight(config_.architecture, *name);
+  if (e.conv1d && file.info(stored_name).shape.size() != 2) {
+    throw LoadError(file.path() + ": tensor '" + stored_name + "' has shape " +
+                    shape_string(file.info(stored_name).shape) + ", expected a 2-D Conv1D weight");
+  }
+  auto [it, inserted] = entries_.emplace(*name, e);
+  if (!inserted) {
+    throw LoadError(file.path() + ": tensor '" + stored_name + "' duplicates '" +
+                    it->second.stored_name + "' in " + it->second.file->path() + " (both are '" +
+                    *name + "')");
+  }
+  order_.push_back(*name);
+}
+
+const HfCheckpoint::Entry& HfCheckpoint::entry(const std::string& name) const {
+  auto it = entries_.find(name);
+  if (it == entries_.end()) throw LoadError(describe_ + ": no tensor '" + name + "'");
+  return it->second;
+}
+
+std::vector<int64_t> HfCheckpoint::shape(const std::string& name) const {
+  const Entry& e = entry(name);
+  std::vector<int64_t> s = e.file->info(e.stored_name).shape;
+  if (e.conv1d) std::swap(s[0], s[1]);
+  return s;
+}
+
+at::Tensor HfCheckpoint::load(const std::string& name, ShardSlice slice) const {
+  const Entry& e = entry(name);
+  const std::vector<int64_t> s = shape(name);
+  const int64_t rank = static_cast<int64_t>(s.size());
+  if (slice.is_whole()) {
+    at::Tensor t = e.file->load(e.stored_name).to(at::kFloat);
+    return e.conv1d ? t.t().contiguous() : t;
+  }
+  if (slice.dim > 1 || slice.dim >= rank || slice.start < 0 || slice.length < 0 ||
+      slice.start > s[slice.dim] || slice.length > s[slice.dim] - slice.start) {
+    throw LoadError(e.file->path() + ": tensor '" + name + "' of shape " + shape_string(s) +
+                    ": slice dim " + std::to_string(slice.dim) + " [" + std::to_string(slice.start) +
+                    ", +" + std::to_string(slice.length) + ") is out of range");
+  }
+  if (e.conv1d) {
+    // Rows of the served [out, in] are columns of the stored [in, out].
+    at::Tensor stored = e.file->load(e.stored_name);  // [in, out]
+    return stored.narrow(1 - slice.dim, slice.start, slice.length).t().to(at::kFloat).contiguous();
+  }
+  if (slice.dim == 0) return e.file->load_rows(e.stored_name, slice.start, slice.length).to(at::kFloat);
+  return e.file->load(e.stored_name).narrow(1, slice.start, slice.length).to(at::kFloat).contiguous();
+}
+
+std::optional<std::string> HfCheckpoint::tokenizer_json_path() const {
+  std::string p = dir_ + "/tokenizer.json";
+  if (is_file(p)) return p;
+  return std::nullopt;
+}
+
+}  // namespace nnsight
