@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <random>
+#include <set>
 
 #include <nnsight/error.hpp>
 
@@ -68,6 +69,14 @@ class BatchInvariance : public ::testing::Test {
   static void SetUpTestSuite() {
     prompts_ = mixed_prompts();
     solo_ = solo_outputs(prompts_, greedy(12));
+    // Guard against a vacuous comparison: every solo run generated 12 tokens,
+    // and the random model does not answer every prompt alike.
+    std::set<std::vector<int32_t>> distinct;
+    for (const auto& s : solo_) {
+      ASSERT_EQ(s.size(), 12u);
+      distinct.insert(s);
+    }
+    ASSERT_GT(distinct.size(), 8u);
   }
   static std::vector<std::vector<int32_t>> prompts_, solo_;
 };

@@ -1,0 +1,39 @@
+#include "core/tokenizer/tokenizer_loader.h"
+
+#include <sys/stat.h>
+
+#include <nnsight/error.hpp>
+
+#include "core/gguf/gguf_file.h"
+#include "core/gguf/gguf_tokenizer_spec.h"
+
+namespace nnsight {
+
+namespace {
+bool is_dir(const std::string& p) {
+  struct stat st;
+  return ::stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+}  // namespace
+
+Tokenizer load_tokenizer_for_model(const std::string& model_path) {
+  if (ends_with(model_path, ".gguf")) {
+    GgufFile file(model_path);
+    return Tokenizer(tokenizer_spec_from_gguf(file));
+  }
+  std::string dir = model_path;
+  if (!is_dir(dir)) {
+    auto slash = dir.rfind('/');
+    dir = slash == std::string::npos ? "." : dir.substr(0, slash);
+  }
+  const std::string json = dir + "/tokenizer.json";
+  struct stat st;
+  if (::stat(json.c_str(), &st) != 0)
+    throw LoadError(model_path + ": no tokenizer found (expected " + json + ")");
+  return Tokenizer::from_hf_json(json);
+}
+
+}  // namespace nnsight

@@ -1,0 +1,15 @@
+// The tokenizer stored with a model: GGUF metadata (tokenizer.ggml.*) or the
+// tokenizer.json of a Hugging Face directory.
+#pragma once
+
+#include <string>
+
+#include "core/tokenizer/tokenizer.h"
+
+namespace nnsight {
+
+// `model_path`: a .gguf file, a Hugging Face directory, or a .safetensors file
+// in one. Throws LoadError naming the file when there is no usable tokenizer.
+Tokenizer load_tokenizer_for_model(const std::string& model_path);
+
+}  // namespace nnsight
