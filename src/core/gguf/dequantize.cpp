@@ -2,7 +2,6 @@
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
-#include <c10/util/Half.h>
 
 #include <cstring>
 
@@ -17,8 +16,26 @@ inline uint16_t load_u16(const uint8_t* p) {
   return v;
 }
 
+// IEEE binary16 -> binary32, written out here rather than borrowed from c10,
+// whose half-precision helpers moved between LibTorch releases.
 inline float half_to_float(const uint8_t* p) {
-  return c10::detail::fp16_ieee_to_fp32_value(load_u16(p));
+  const uint32_t h = load_u16(p);
+  const uint32_t sign = (h & 0x8000u) << 16;
+  const uint32_t exponent = (h >> 10) & 0x1Fu;
+  const uint32_t mantissa = h & 0x3FFu;
+  uint32_t bits;
+  if (exponent == 0x1F) {
+    bits = sign | 0x7F800000u | (mantissa << 13);  // inf / NaN
+  } else if (exponent != 0) {
+    bits = sign | ((exponent + (127 - 15)) << 23) | (mantissa << 13);
+  } else {
+    // Zero or subnormal: mantissa * 2^-24, exact in float.
+    const float magnitude = static_cast<float>(mantissa) * 5.9604644775390625e-08f;
+    return sign != 0 ? -magnitude : magnitude;
+  }
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
 }
 
 // Each decoder handles `nblocks` whole blocks.
@@ -187,8 +204,9 @@ at::Tensor dequantize_rows(GgmlType type, const uint8_t* src, int64_t rows, int6
   float* dst = out.data_ptr<float>();
   const int64_t block_size = t.block_size;
   const int64_t block_bytes = t.block_bytes;
-  // About 64K elements per task: large enough to amortize the dispatch.
-  const int64_t grain = std::max<int64_t>(1, 65536 / block_size);
+  // About 256K elements (1 MB of output) per task: small tensors stay on one
+  // thread, where waking the pool would cost more than it saves.
+  const int64_t grain = std::max<int64_t>(1, 262144 / block_size);
   at::parallel_for(0, nblocks, grain, [&](int64_t begin, int64_t end) {
     dec(src + begin * block_bytes, dst + begin * block_size, end - begin);
   });

@@ -165,6 +165,20 @@ TEST_F(Dequantize, F16AndBF16FromKnownBitPatterns) {
   EXPECT_EQ(decode(GgmlType::F32, f.data(), 2), (std::vector<float>{1.25f, -7.0f}));
 }
 
+TEST_F(Dequantize, F16AgreesWithC10HalfOnEveryBitPattern) {
+  Bytes all;
+  for (uint32_t bits = 0; bits < 65536; ++bits) all.u16(static_cast<uint16_t>(bits));
+  std::vector<float> got = decode(GgmlType::F16, all.data(), 65536);
+  for (uint32_t bits = 0; bits < 65536; ++bits) {
+    const float want = half_value(static_cast<uint16_t>(bits));
+    if (std::isnan(want)) {
+      EXPECT_TRUE(std::isnan(got[bits])) << std::hex << bits;
+    } else {
+      ASSERT_EQ(std::memcmp(&got[bits], &want, 4), 0) << std::hex << bits << ": " << got[bits] << " vs " << want;
+    }
+  }
+}
+
 TEST_F(Dequantize, MatchesTheReferencePythonPackage) {
   std::ifstream in(std::string(NNSIGHT_SOURCE_DIR) + "/tests/data/gguf/quant_golden.json");
   ASSERT_TRUE(in) << "missing tests/data/gguf/quant_golden.json";
