@@ -1,5 +1,7 @@
 #include "runner/executor.h"
 
+#include <ATen/Parallel.h>
+
 #include "runner/inproc_executor.h"
 #include "runner/mp_executor.h"
 #include "runner/worker_setup.h"
@@ -9,6 +11,7 @@ namespace nnsight::runner {
 std::unique_ptr<Executor> make_executor(const EngineArgs& args) {
   args.validate();
   if (args.executor() == "mp" || args.tensor_parallel_size() > 1) return std::make_unique<MultiProcExecutor>(args);
+  if (args.num_threads() > 0) at::set_num_threads(static_cast<int>(args.num_threads()));
   return std::make_unique<InProcExecutor>(build_model_runner(args, tp::ParallelContext{}));
 }
 

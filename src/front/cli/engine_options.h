@@ -1,0 +1,24 @@
+// Engine options shared by the subcommands (--model, --dtype, --executor, ...).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nnsight/engine_args.hpp>
+
+#include "front/cli/cli_args.h"
+
+#define NNSIGHT_ENGINE_OPTIONS_HELP                                                      \
+  "  --model NAME|PATH      smollm2-135m (default), a .gguf file or a HF directory\n"    \
+  "  --dtype float32|bfloat16   --device cpu|cuda   --seed-engine S\n"                    \
+  "  --executor inproc|mp   --tensor-parallel-size N   --threads N\n"                    \
+  "  --max-num-seqs N   --max-num-batched-tokens N   --kv-cache-mb N   --block-size N\n" \
+  "  --no-prefix-caching   --no-chunked-prefill   --no-progress\n"
+
+namespace nnsight::cli {
+
+std::vector<std::string> engine_option_names();  // options taking a value
+std::vector<std::string> engine_flag_names();    // options without one
+EngineArgs engine_args_from(const CliArgs& args);
+
+}  // namespace nnsight::cli

@@ -1,0 +1,91 @@
+// nnsight generate: text generation from the command line.
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <stdexcept>
+
+#include <nlohmann/json.hpp>
+#include <nnsight/llm.hpp>
+
+#include "front/cli/cli_args.h"
+#include "front/cli/commands.h"
+#include "front/cli/engine_options.h"
+
+namespace nnsight::cli {
+
+namespace {
+const char* kHelp =
+    "usage: nnsight generate --model NAME|PATH (--prompt TEXT | --prompts-file FILE) [options]\n"
+    "  --prompt TEXT          prompt (repeat for several)\n"
+    "  --prompts-file FILE    one prompt per line (batch mode)\n"
+    "  --max-tokens N         tokens to generate (default 64)\n"
+    "  --temperature T        0 = greedy (default 0)\n"
+    "  --top-p P --top-k K --min-p P --seed S --stop STR (repeatable) --ignore-eos\n"
+    "  --json                 print {\"text\":..., \"token_ids\":[...]} per prompt (one line each)\n"
+    "Engine options:\n" NNSIGHT_ENGINE_OPTIONS_HELP
+    "Prints only the generated text on stdout (one line per prompt in batch mode,\n"
+    "newlines escaped as \\n); logs go to stderr.\n";
+
+std::string escape_newlines(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '\n') out += "\\n";
+    else if (c == '\\') out += "\\\\";
+    else out += c;
+  }
+  return out;
+}
+}  // namespace
+
+int generate_command(int argc, char** argv) {
+  std::vector<std::string> flags = {"json", "ignore-eos", "help"};
+  for (const auto& f : engine_flag_names()) flags.push_back(f);
+  CliArgs args(argc, argv, 2, flags);
+  if (args.has("help")) {
+    std::fputs(kHelp, stdout);
+    return 0;
+  }
+  std::vector<std::string> known = {"model", "prompt", "prompts-file", "max-tokens", "temperature", "top-p", "top-k",
+                                    "min-p", "seed", "stop", "ignore-eos", "json", "help"};
+  for (const auto& o : engine_option_names()) known.push_back(o);
+  args.check_known(known);
+
+  std::vector<std::string> prompts = args.all("prompt");
+  if (args.has("prompts-file")) {
+    std::ifstream in(args.get("prompts-file"));
+    if (!in) throw std::invalid_argument("cannot read --prompts-file " + args.get("prompts-file"));
+    for (std::string line; std::getline(in, line);)
+      if (!line.empty()) prompts.push_back(line);
+  }
+  if (prompts.empty()) throw std::invalid_argument("give --prompt TEXT or --prompts-file FILE");
+  const bool batch = prompts.size() > 1 || args.has("prompts-file");
+
+  SamplingParams params;
+  params.max_tokens(args.get_int("max-tokens", 64)).temperature(args.get_double("temperature", 0.0));
+  params.top_p(args.get_double("top-p", 1.0)).top_k(args.get_int("top-k", 0)).min_p(args.get_double("min-p", 0.0));
+  if (args.has("seed")) params.seed(static_cast<uint64_t>(args.get_int("seed", 0)));
+  if (args.has("stop")) params.stop(args.all("stop"));
+  params.ignore_eos(args.has("ignore-eos"));
+  params.validate();
+
+  LLM llm(engine_args_from(args));
+  std::vector<RequestOutput> outs = llm.generate(prompts, params);
+  int status = 0;
+  for (const auto& o : outs) {
+    if (!o.error.empty()) {
+      std::fprintf(stderr, "nnsight generate: request failed: %s\n", o.error.c_str());
+      status = 1;
+    }
+    if (args.has("json")) {
+      nlohmann::json j = {{"text", o.text}, {"token_ids", o.token_ids}, {"finish_reason", to_string(o.finish_reason)}};
+      if (batch) j["prompt"] = o.prompt;
+      std::cout << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+    } else {
+      std::cout << (batch ? escape_newlines(o.text) : o.text) << "\n";
+    }
+  }
+  std::cout.flush();
+  return status;
+}
+
+}  // namespace nnsight::cli
