@@ -1,6 +1,7 @@
 #include "runner/engine.h"
 
 #include <algorithm>
+#include <cstdio>
 
 #include <nnsight/error.hpp>
 
@@ -20,6 +21,10 @@ uint64_t mix64(uint64_t a, uint64_t b) {
 }  // namespace
 
 std::shared_ptr<const Tokenizer> load_tokenizer(const std::string& model_path) {
+  if (!model_has_tokenizer(model_path)) {
+    std::fprintf(stderr, "[nnsight] %s has no tokenizer: the engine takes token ids only\n", model_path.c_str());
+    return nullptr;
+  }
   return std::make_shared<const Tokenizer>(load_tokenizer_for_model(model_path));
 }
 

@@ -48,5 +48,11 @@ std::vector<uint8_t> read_file_bytes(const std::string& path) {
   return std::vector<uint8_t>(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
+std::string ScratchDir::write(const std::string& name, const std::string& contents) const {
+  const std::string p = file(name);
+  write_file(p, contents);
+  return p;
+}
+
 }  // namespace testing
 }  // namespace nnsight

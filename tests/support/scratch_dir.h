@@ -19,6 +19,8 @@ class ScratchDir {
   const std::string& path() const { return path_; }
   // path() + "/" + name
   std::string file(const std::string& name) const;
+  // Writes `contents` to file(name) and returns that path.
+  std::string write(const std::string& name, const std::string& contents) const;
 
  private:
   std::string path_;

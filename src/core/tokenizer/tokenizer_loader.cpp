@@ -19,17 +19,29 @@ bool ends_with(const std::string& s, const std::string& suffix) {
 }
 }  // namespace
 
-Tokenizer load_tokenizer_for_model(const std::string& model_path) {
-  if (ends_with(model_path, ".gguf")) {
-    GgufFile file(model_path);
-    return Tokenizer(tokenizer_spec_from_gguf(file));
-  }
+namespace {
+std::string tokenizer_json_for(const std::string& model_path) {
   std::string dir = model_path;
   if (!is_dir(dir)) {
     auto slash = dir.rfind('/');
     dir = slash == std::string::npos ? "." : dir.substr(0, slash);
   }
-  const std::string json = dir + "/tokenizer.json";
+  return dir + "/tokenizer.json";
+}
+}  // namespace
+
+bool model_has_tokenizer(const std::string& model_path) {
+  if (ends_with(model_path, ".gguf")) return true;
+  struct stat st;
+  return ::stat(tokenizer_json_for(model_path).c_str(), &st) == 0;
+}
+
+Tokenizer load_tokenizer_for_model(const std::string& model_path) {
+  if (ends_with(model_path, ".gguf")) {
+    GgufFile file(model_path);
+    return Tokenizer(tokenizer_spec_from_gguf(file));
+  }
+  const std::string json = tokenizer_json_for(model_path);
   struct stat st;
   if (::stat(json.c_str(), &st) != 0)
     throw LoadError(model_path + ": no tokenizer found (expected " + json + ")");

@@ -12,4 +12,7 @@ namespace nnsight {
 // in one. Throws LoadError naming the file when there is no usable tokenizer.
 Tokenizer load_tokenizer_for_model(const std::string& model_path);
 
+// False for a Hugging Face directory without tokenizer.json (GGUF files always have one).
+bool model_has_tokenizer(const std::string& model_path);
+
 }  // namespace nnsight

@@ -20,7 +20,7 @@
 #include "core/tokenizer/tokenizer.h"
 #include "core/tokenizer/tokenizer_json.h"
 #include "core/tokenizer/utf8.h"
-#include "support/temp_dir.h"
+#include "support/scratch_dir.h"
 
 namespace nnsight {
 namespace {
@@ -111,7 +111,7 @@ TEST(SmolLM2Tokenizer, TokenizerJsonPipelinesMatchHuggingFace) {
     json j = base;
     j["pre_tokenizer"] = v["pre_tokenizer"];
     j["model"]["ignore_merges"] = v["ignore_merges"];
-    testing::TempDir dir;
+    testing::ScratchDir dir;
     dir.write("tokenizer_config.json", config);
     const Tokenizer t = Tokenizer::from_hf_json(dir.write("tokenizer.json", j.dump()));
     SCOPED_TRACE(v["name"].get<std::string>());

@@ -11,14 +11,14 @@
 #include <vector>
 
 #include "core/tokenizer/tokenizer.h"
-#include "support/temp_dir.h"
+#include "support/scratch_dir.h"
 #include "support/tiny_tokenizer_spec.h"
 
 namespace nnsight {
 namespace {
 
 using json = nlohmann::json;
-using testing::TempDir;
+using testing::ScratchDir;
 using testing::tiny_spec;
 
 json tiny_json() {
@@ -61,7 +61,7 @@ void expect_same_as_tiny_spec(const Tokenizer& t) {
 }
 
 TEST(TokenizerJson, LoadsLikeTheSpecItWasWrittenFrom) {
-  TempDir dir;
+  ScratchDir dir;
   const Tokenizer t = Tokenizer::from_hf_json(dir.write("tokenizer.json", tiny_json().dump()));
   expect_same_as_tiny_spec(t);
   EXPECT_TRUE(t.is_special(0));
@@ -77,12 +77,12 @@ TEST(TokenizerJson, AcceptsMergesAsPairs) {
     pairs.push_back({m.substr(0, m.find(' ')), m.substr(m.find(' ') + 1)});
   }
   j["model"]["merges"] = pairs;
-  TempDir dir;
+  ScratchDir dir;
   expect_same_as_tiny_spec(Tokenizer::from_hf_json(dir.write("tokenizer.json", j.dump())));
 }
 
 TEST(TokenizerJson, ConfigBesideItSetsBosAndEos) {
-  TempDir dir;
+  ScratchDir dir;
   dir.write("tokenizer_config.json",
             R"({"add_bos_token": true, "bos_token": {"content": "<s>", "lstrip": false},
                 "eos_token": "</s>", "pad_token": null})");
@@ -106,7 +106,7 @@ TEST(TokenizerJson, TemplatePostProcessorImpliesBos) {
           {{{"SpecialToken", {{"id", "<s>"}, {"type_id", 0}}}},
            {{"Sequence", {{"id", "A"}, {"type_id", 0}}}}}},
          {"special_tokens", {{"<s>", {{"id", "<s>"}, {"ids", {0}}, {"tokens", {"<s>"}}}}}}}}}};
-  TempDir dir;
+  ScratchDir dir;
   const Tokenizer t = Tokenizer::from_hf_json(dir.write("tokenizer.json", j.dump()));
   EXPECT_TRUE(t.add_bos());
   EXPECT_EQ(t.bos_id(), 0);
@@ -123,7 +123,7 @@ TEST(TokenizerJson, PrefixSpaceAndSplitPipeline) {
          {"behavior", "Removed"},
          {"invert", false}},
         {{"type", "ByteLevel"}, {"add_prefix_space", true}, {"use_regex", false}}}}};
-  TempDir dir;
+  ScratchDir dir;
   const Tokenizer t = Tokenizer::from_hf_json(dir.write("tokenizer.json", j.dump()));
   // "world|hello" -> " world", " hello" (each piece gets its own prefix space).
   const auto ids = t.encode("world|hello", false);
@@ -135,7 +135,7 @@ TEST(TokenizerJson, PrefixSpaceAndSplitPipeline) {
 // message names the file and contains `expected`.
 void expect_load_error(const std::string& contents, const std::string& expected,
                        const std::string& config = "") {
-  TempDir dir;
+  ScratchDir dir;
   if (!config.empty()) dir.write("tokenizer_config.json", config);
   const std::string path = dir.write("tokenizer.json", contents);
   try {
@@ -218,7 +218,7 @@ TEST(TokenizerJson, BadFilesAreLoadErrorsNamingFileAndProblem) {
 }
 
 TEST(TokenizerJson, MissingFileIsALoadError) {
-  TempDir dir;
+  ScratchDir dir;
   try {
     Tokenizer::from_hf_json(dir.file("absent.json"));
     FAIL() << "expected LoadError";
