@@ -44,6 +44,7 @@ int bench_command(int argc, char** argv) {
   }
   std::vector<std::string> known = {"model", "num-prompts", "input-len", "output-len", "json", "help", "seed"};
   for (const auto& o : engine_option_names()) known.push_back(o);
+  for (const auto& f : engine_flag_names()) known.push_back(f);
   args.check_known(known);
   const int64_t n = args.get_int("num-prompts", 8), in_len = args.get_int("input-len", 128),
                 out_len = args.get_int("output-len", 128);
