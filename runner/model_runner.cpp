@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "runner/current_step.h"
+
 namespace nnsight::runner {
 
 ModelRunner::ModelRunner(std::shared_ptr<CausalLM> model, RunnerConfig config)
@@ -169,6 +171,7 @@ ModelRunnerOutput ModelRunner::execute(const SchedulerOutput& step) {
   prepare_inputs(step);
   if (step_requests_.empty()) return out;
   const StepContext ctx = context();
+  ScopedCurrentStep current(&ctx);
   try {
     for (auto& o : observers_) o->before_forward(ctx);
     at::Tensor hidden = forward();

@@ -7,6 +7,7 @@
 #include "core/model_path.h"
 #include "core/progress.h"
 #include "core/weight_source.h"
+#include "runner/runner_extension.h"
 
 namespace nnsight::runner {
 
@@ -66,7 +67,10 @@ std::unique_ptr<ModelRunner> build_model_runner(const EngineArgs& args, const tp
   bar.done();
   RunnerConfig rc = runner_config_for(args, *model);
   rc.is_driver = ctx.rank() == 0;
-  return std::make_unique<ModelRunner>(std::move(model), rc);
+  auto runner = std::make_unique<ModelRunner>(std::move(model), rc);
+  RunnerExtensionContext ext{*runner, args, ctx.rank(), ctx.world_size()};
+  apply_runner_extensions(ext);
+  return runner;
 }
 
 }  // namespace nnsight::runner

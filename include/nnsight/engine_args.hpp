@@ -67,6 +67,28 @@ class EngineArgs {
   bool show_progress() const { return show_progress_; }
   EngineArgs& show_progress(bool v) { show_progress_ = v; return *this; }  // default on
 
+  // ---- looking inside the served model
+  // SGLang-style forward hooks: a JSON list of {"name", "target_modules": [globs],
+  // "hook_factory": "module:factory", "config": {...}} attached at start-up (docs/hooks.md).
+  const std::string& forward_hooks() const { return forward_hooks_; }
+  EngineArgs& forward_hooks(std::string json) { forward_hooks_ = std::move(json); return *this; }
+  // Single-pass activation capture into shared memory (docs/capture.md). Unset
+  // fields fall back to the NNSIGHT_CAPTURE_* environment variables.
+  bool capture_enabled() const { return capture_enabled_; }
+  EngineArgs& capture_enabled(bool v) { capture_enabled_ = v; capture_set_ = true; return *this; }  // default off
+  const std::string& capture_layers() const { return capture_layers_; }
+  EngineArgs& capture_layers(std::string v) { capture_layers_ = std::move(v); return *this; }  // "0,5,10-12"; "" = all
+  double capture_sample_rate() const { return capture_sample_rate_; }
+  EngineArgs& capture_sample_rate(double v) { capture_sample_rate_ = v; return *this; }  // fraction of requests; default 1
+  int64_t capture_compression_k() const { return capture_compression_k_; }
+  EngineArgs& capture_compression_k(int64_t v) { capture_compression_k_ = v; return *this; }  // 0 = off
+  double capture_buffer_size_gb() const { return capture_buffer_size_gb_; }
+  EngineArgs& capture_buffer_size_gb(double v) { capture_buffer_size_gb_ = v; return *this; }  // per rank; default 0.25
+  bool capture_configured() const { return capture_set_; }
+  // Names this engine's shared-memory segments; "" = derived from the process id.
+  const std::string& engine_id() const { return engine_id_; }
+  EngineArgs& engine_id(std::string v) { engine_id_ = std::move(v); return *this; }
+
   // Throws nnsight::ConfigError naming the first bad field.
   void validate() const;
 
@@ -74,7 +96,8 @@ class EngineArgs {
   void serialize(Archive& ar) {
     ar(model_, dtype_, device_, max_num_seqs_, max_num_batched_tokens_, max_model_len_, enable_chunked_prefill_,
        enable_prefix_caching_, block_size_, num_kv_blocks_, kv_cache_memory_mb_, executor_, tensor_parallel_size_,
-       worker_timeout_s_, worker_program_, seed_, num_threads_, show_progress_);
+       worker_timeout_s_, worker_program_, seed_, num_threads_, show_progress_, forward_hooks_, capture_enabled_,
+       capture_set_, capture_layers_, capture_sample_rate_, capture_compression_k_, capture_buffer_size_gb_, engine_id_);
   }
 
  private:
@@ -96,6 +119,14 @@ class EngineArgs {
   uint64_t seed_ = 0;
   int64_t num_threads_ = 0;
   bool show_progress_ = true;
+  std::string forward_hooks_;
+  bool capture_enabled_ = false;
+  bool capture_set_ = false;
+  std::string capture_layers_;
+  double capture_sample_rate_ = 1.0;
+  int64_t capture_compression_k_ = 0;
+  double capture_buffer_size_gb_ = 0.25;
+  std::string engine_id_;
 };
 
 }  // namespace nnsight

@@ -3,6 +3,7 @@
 #include <stdexcept>
 
 #include "runner/inproc_executor.h"
+#include "runner/runner_extension.h"
 #include "runner/worker_setup.h"
 #include "support/tiny_models.h"
 
@@ -18,7 +19,10 @@ std::shared_ptr<CausalLM> tiny_llama(uint64_t seed) {
 
 std::unique_ptr<runner::Engine> tiny_engine(const EngineArgs& args, std::shared_ptr<CausalLM> model) {
   runner::RunnerConfig rc = runner::runner_config_for(args, *model);
-  auto exec = std::make_unique<runner::InProcExecutor>(std::make_unique<runner::ModelRunner>(model, rc));
+  auto mr = std::make_unique<runner::ModelRunner>(model, rc);
+  runner::RunnerExtensionContext ext{*mr, args, 0, 1};
+  runner::apply_runner_extensions(ext);
+  auto exec = std::make_unique<runner::InProcExecutor>(std::move(mr));
   return std::make_unique<runner::Engine>(args, std::move(exec), nullptr);
 }
 
