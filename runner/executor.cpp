@@ -2,6 +2,9 @@
 
 #include <ATen/Parallel.h>
 
+#include <algorithm>
+#include <thread>
+
 #include "runner/inproc_executor.h"
 #include "runner/mp_executor.h"
 #include "runner/worker_setup.h"
@@ -11,7 +14,10 @@ namespace nnsight::runner {
 std::unique_ptr<Executor> make_executor(const EngineArgs& args) {
   args.validate();
   if (args.executor() == "mp" || args.tensor_parallel_size() > 1) return std::make_unique<MultiProcExecutor>(args);
-  if (args.num_threads() > 0) at::set_num_threads(static_cast<int>(args.num_threads()));
+  // LibTorch's default intra-op thread count is not always the core count
+  // (Debian's build starts at 1): "0 = all cores" is applied here.
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  at::set_num_threads(static_cast<int>(args.num_threads() > 0 ? args.num_threads() : cores));
   return std::make_unique<InProcExecutor>(build_model_runner(args, tp::ParallelContext{}));
 }
 

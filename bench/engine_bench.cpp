@@ -1,0 +1,221 @@
+// engine_bench: end-to-end prefill and decode throughput of the engine on the
+// default model, each beside the machine's floors measured in the same run:
+//   memory floor  = bytes of weights a decode step reads / copy bandwidth
+//   compute floor = the step's matmul FLOPs / the rate LibTorch's BLAS
+//                   reaches on those very shapes at that batch size
+// and, for bf16, the logit difference to fp32.
+//
+//   engine_bench [--model PATH] [--dtypes float32,bfloat16] [--batches 1,8,32]
+//                [--prompt-len 64] [--steps 24] [--threads N]
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+#include <c10/core/InferenceMode.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "batching/batch_meta.h"
+#include "core/weight_source.h"
+#include "models/causal_lm.h"
+#include "runner/engine.h"
+#include "runner/inproc_executor.h"
+#include "support/bench_support.h"
+
+using namespace nnsight;
+using clock_type = std::chrono::steady_clock;
+
+namespace {
+
+double seconds_since(clock_type::time_point t0) {
+  return std::chrono::duration<double>(clock_type::now() - t0).count();
+}
+
+std::vector<int64_t> parse_list(const std::string& s) {
+  std::vector<int64_t> out;
+  std::stringstream ss(s);
+  for (std::string item; std::getline(ss, item, ',');) out.push_back(std::stoll(item));
+  return out;
+}
+
+std::vector<std::string> split(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  for (std::string item; std::getline(ss, item, ',');) out.push_back(item);
+  return out;
+}
+
+struct Shape {
+  int64_t in, out, count;  // count: how many such matmuls per step
+};
+
+// The matmuls of one decode step of a Llama model.
+std::vector<Shape> step_shapes(const ModelConfig& c) {
+  const int64_t h = c.hidden_size, kv = c.num_kv_heads * c.head_dim, q = c.num_heads * c.head_dim;
+  const int64_t L = c.num_layers;
+  return {{h, q, L}, {h, kv, 2 * L}, {q, h, L}, {h, c.intermediate_size, 2 * L}, {c.intermediate_size, h, L},
+          {h, c.vocab_size, 1}};
+}
+
+double step_flops(const ModelConfig& c, int64_t rows) {
+  double f = 0;
+  for (const auto& s : step_shapes(c)) f += 2.0 * rows * s.in * s.out * s.count;
+  return f;
+}
+
+// Time LibTorch's at::linear needs for the step's matmuls at `rows` rows,
+// with each weight hot in cache (so it is the compute floor, not memory).
+double blas_step_seconds(const ModelConfig& c, int64_t rows, at::ScalarType dt) {
+  double total = 0;
+  for (const auto& s : step_shapes(c)) {
+    const double rate = bench::measure_linear_flops(rows, s.in, s.out, dt == at::kBFloat16);
+    total += 2.0 * rows * s.in * s.out * s.count / rate;
+  }
+  return total;
+}
+
+int64_t weight_bytes(CausalLM& model) {
+  std::set<const void*> seen;
+  int64_t bytes = 0;
+  for (auto& p : model.parameters()) {
+    if (!seen.insert(p.data_ptr()).second) continue;
+    bytes += p.numel() * p.element_size();
+  }
+  // The embedding table is read one row per token; with tied weights it is
+  // read in full as the LM head, which the sum above already counts once.
+  return bytes;
+}
+
+std::vector<int32_t> random_prompt(std::mt19937_64& rng, int64_t len, int64_t vocab) {
+  std::uniform_int_distribution<int32_t> tok(3, static_cast<int32_t>(vocab - 1));
+  std::vector<int32_t> p(static_cast<size_t>(len));
+  for (auto& t : p) t = tok(rng);
+  return p;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string model_path = bench::default_model_path();
+  std::vector<std::string> dtypes = {"float32", "bfloat16"};
+  std::vector<int64_t> batches = {1, 8, 32};
+  int64_t prompt_len = 64, steps = 24, threads = 0;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string a = argv[i], v = argv[i + 1];
+    if (a == "--model") model_path = v;
+    else if (a == "--dtypes") dtypes = split(v);
+    else if (a == "--batches") batches = parse_list(v);
+    else if (a == "--prompt-len") prompt_len = std::stoll(v);
+    else if (a == "--steps") steps = std::stoll(v);
+    else if (a == "--threads") threads = std::stoll(v);
+    else {
+      std::fprintf(stderr, "unknown option %s\n", a.c_str());
+      return 2;
+    }
+  }
+  at::set_num_threads(static_cast<int>(threads > 0 ? threads : std::max(1u, std::thread::hardware_concurrency())));
+  c10::InferenceMode guard;
+  const double bw = bench::measure_copy_bandwidth();
+  std::printf("machine: %d intra-op threads; copy bandwidth %.1f GB/s\n", at::get_num_threads(), bw / 1e9);
+
+  for (const auto& dtype : dtypes) {
+    EngineArgs args = EngineArgs()
+                          .model(model_path)
+                          .dtype(dtype)
+                          .max_num_seqs(64)
+                          .max_num_batched_tokens(4096)
+                          .enable_prefix_caching(false)
+                          .kv_cache_memory_mb(1024)
+                          .show_progress(false);
+    runner::Engine engine(args);
+    auto& exec = dynamic_cast<runner::InProcExecutor&>(engine.executor());
+    CausalLM& model = exec.runner().model();
+    const ModelConfig& cfg = model.config();
+    const at::ScalarType dt = dtype == "bfloat16" ? at::kBFloat16 : at::kFloat;
+    const int64_t wbytes = weight_bytes(model);
+    const double mem_floor = static_cast<double>(wbytes) / bw;
+    std::mt19937_64 rng(1);
+
+    // Prefill at batch 1: one 128-token prompt, its first step.
+    double prefill_best = 1e30;
+    for (int rep = 0; rep < 3; ++rep) {
+      runner::RequestInput in;
+      in.prompt_token_ids = random_prompt(rng, 128, cfg.vocab_size);
+      in.params = SamplingParams().temperature(0).max_tokens(1).ignore_eos(true);
+      engine.add_request(in);
+      const auto t0 = clock_type::now();
+      engine.step();
+      prefill_best = std::min(prefill_best, seconds_since(t0));
+      while (engine.has_unfinished()) engine.step();
+    }
+    const double prefill_floor = std::max(mem_floor, blas_step_seconds(cfg, 128, dt));
+    std::printf("\n## %s: weights %.1f MB, memory floor %.1f ms/step\n", dtype.c_str(), wbytes / 1e6, mem_floor * 1e3);
+    std::printf("prefill 128 tokens at batch 1: %.1f ms = %.0f tokens/s (compute floor %.1f ms, ratio %.2f)\n",
+                prefill_best * 1e3, 128 / prefill_best, prefill_floor * 1e3, prefill_best / prefill_floor);
+    std::printf("| batch | step ms (median) | tokens/s | memory floor ms | compute floor ms | ratio to larger |\n");
+    std::printf("|---|---|---|---|---|---|\n");
+
+    for (int64_t b : batches) {
+      std::vector<runner::RequestInput> reqs;
+      for (int64_t i = 0; i < b; ++i) {
+        runner::RequestInput in;
+        in.prompt_token_ids = random_prompt(rng, prompt_len, cfg.vocab_size);
+        in.params = SamplingParams().temperature(0).max_tokens(steps + 4).ignore_eos(true);
+        reqs.push_back(in);
+      }
+      engine.add_requests(reqs);
+      // Prefill everything (and one warm-up decode), then time pure decode steps.
+      for (int i = 0; i < 2; ++i) engine.step();
+      std::vector<double> times;
+      for (int64_t s = 0; s < steps; ++s) {
+        const auto t0 = clock_type::now();
+        auto outs = engine.step();
+        times.push_back(seconds_since(t0));
+        if (static_cast<int64_t>(outs.size()) != b) {
+          std::fprintf(stderr, "step %lld carried %zu requests, expected %lld\n", static_cast<long long>(s),
+                       outs.size(), static_cast<long long>(b));
+        }
+      }
+      while (engine.has_unfinished()) engine.step();
+      std::sort(times.begin(), times.end());
+      const double med = times[times.size() / 2];
+      const double compute_floor = blas_step_seconds(cfg, b, dt);
+      const double floor = std::max(mem_floor, compute_floor);
+      std::printf("| %lld | %.1f | %.1f | %.1f | %.1f | %.2f |\n", static_cast<long long>(b), med * 1e3, b / med,
+                  mem_floor * 1e3, compute_floor * 1e3, med / floor);
+    }
+  }
+
+  // bf16 versus fp32 logits on the same prompt (every position).
+  if (std::find(dtypes.begin(), dtypes.end(), "bfloat16") != dtypes.end()) {
+    auto source = open_weights(model_path);
+    auto m32 = load_causal_lm(*source, tp::ParallelContext{}, at::TensorOptions().dtype(at::kFloat));
+    auto m16 = load_causal_lm(*source, tp::ParallelContext{}, at::TensorOptions().dtype(at::kBFloat16));
+    std::mt19937_64 rng(7);
+    const int64_t n = 48;
+    std::vector<int32_t> p32 = random_prompt(rng, n, m32->config().vocab_size);
+    std::vector<int64_t> ids(p32.begin(), p32.end());
+    std::vector<int32_t> blocks = {0, 1, 2, 3};
+    batching::SeqSlot slot{0, n, blocks, true};
+    auto meta = batching::build_batch_meta({slot}, 16);
+    meta.logits_rows = at::arange(n, at::kLong);
+    auto run = [&](CausalLM& m) {
+      auto kv = allocate_kv_caches(m.num_layers(), 4, 16, m.local_kv_heads(), m.head_dim(), m.options());
+      return m.compute_logits(m.forward(at::tensor(ids, at::kLong), meta, kv), meta.logits_rows);
+    };
+    at::Tensor a = run(*m32), b = run(*m16);
+    const double max_diff = (a - b).abs().max().item<double>();
+    const double mean_diff = (a - b).abs().mean().item<double>();
+    const double agree = (a.argmax(1) == b.argmax(1)).to(at::kFloat).mean().item<double>();
+    std::printf("\nbf16 vs fp32 logits over %lld positions: max |diff| %.3f, mean |diff| %.4f, argmax agreement %.1f%%\n",
+                static_cast<long long>(n), max_diff, mean_diff, 100 * agree);
+  }
+  return 0;
+}
