@@ -7,7 +7,10 @@
 namespace nnsight::runner {
 
 AsyncEngine::AsyncEngine(std::unique_ptr<Engine> engine)
-    : engine_(std::move(engine)), tokenizer_(engine_->tokenizer()), config_(engine_->model_config()) {
+    : engine_(std::move(engine)),
+      tokenizer_(engine_->tokenizer()),
+      config_(engine_->model_config()),
+      structure_(engine_->model_structure()) {
   thread_ = std::thread([this] { loop(); });
 }
 

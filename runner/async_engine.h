@@ -45,6 +45,7 @@ class AsyncEngine {
   // Immutable after construction: safe from any thread.
   const std::shared_ptr<const Tokenizer>& tokenizer() const { return tokenizer_; }
   const ModelConfig& model_config() const { return config_; }
+  const ModelStructure& model_structure() const { return structure_; }
   // The engine itself: only for callers that know the loop is idle (tests, benches).
   Engine& engine_unsafe() { return *engine_; }
 
@@ -63,6 +64,7 @@ class AsyncEngine {
   std::unique_ptr<Engine> engine_;
   std::shared_ptr<const Tokenizer> tokenizer_;
   ModelConfig config_;
+  ModelStructure structure_;
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<Pending> pending_;

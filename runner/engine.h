@@ -58,6 +58,7 @@ class Engine {
 
   const std::shared_ptr<const Tokenizer>& tokenizer() const { return tokenizer_; }
   const ModelConfig& model_config() const { return executor_->model_config(); }
+  const ModelStructure& model_structure() const { return executor_->model_structure(); }
   const Scheduler& scheduler() const { return *scheduler_; }
   Executor& executor() { return *executor_; }
   const EngineArgs& args() const { return args_; }

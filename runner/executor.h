@@ -9,6 +9,7 @@
 #include <nnsight/engine_args.hpp>
 
 #include "core/model_config.h"
+#include "runner/model_structure.h"
 #include "runner/step_data.h"
 
 namespace nnsight::runner {
@@ -21,6 +22,7 @@ class Executor {
   virtual ModelRunnerOutput execute(const SchedulerOutput& step) = 0;
   virtual int64_t num_kv_blocks() const = 0;
   virtual const ModelConfig& model_config() const = 0;
+  virtual const ModelStructure& model_structure() const = 0;
   virtual void shutdown() {}
 };
 

@@ -14,6 +14,7 @@ class InProcExecutor final : public Executor {
   ModelRunnerOutput execute(const SchedulerOutput& step) override;
   int64_t num_kv_blocks() const override { return runner_->config().num_blocks; }
   const ModelConfig& model_config() const override { return runner_->model().config(); }
+  const ModelStructure& model_structure() const override { return runner_->structure(); }
   ModelRunner& runner() { return *runner_; }
 
  private:

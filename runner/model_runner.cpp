@@ -15,6 +15,7 @@ ModelRunner::ModelRunner(std::shared_ptr<CausalLM> model, RunnerConfig config)
               (config.max_model_len + config.block_size - 1) / config.block_size, config.block_size) {
   kv_ = allocate_kv_caches(model_->num_layers(), config_.num_blocks, config_.block_size, model_->local_kv_heads(),
                            model_->head_dim(), model_->options());
+  structure_ = ModelStructure::probe(*model_, kv_);
 }
 
 void ModelRunner::add_observer(std::shared_ptr<StepObserver> observer) { observers_.push_back(std::move(observer)); }

@@ -18,6 +18,7 @@
 #include "core/kv_cache.h"
 #include "models/causal_lm.h"
 #include "runner/input_batch.h"
+#include "runner/model_structure.h"
 #include "runner/sampler.h"
 #include "runner/step_data.h"
 #include "runner/step_observer.h"
@@ -41,6 +42,7 @@ class ModelRunner {
   ModelRunnerOutput execute(const SchedulerOutput& step);
 
   CausalLM& model() { return *model_; }
+  const ModelStructure& structure() const { return structure_; }
   const RunnerConfig& config() const { return config_; }
   std::vector<KVCache>& kv_caches() { return kv_; }
 
@@ -68,6 +70,7 @@ class ModelRunner {
   std::shared_ptr<CausalLM> model_;
   RunnerConfig config_;
   std::vector<KVCache> kv_;
+  ModelStructure structure_;
   InputBatch inputs_;
   std::vector<std::shared_ptr<StepObserver>> observers_;
   std::unordered_map<uint64_t, RequestState> states_;

@@ -108,6 +108,7 @@ MultiProcExecutor::MultiProcExecutor(const EngineArgs& args) : args_(args) {
     if (w.rank == 0) {
       num_kv_blocks_ = ready.num_kv_blocks;
       config_ = ready.config;
+      structure_ = ready.structure;
     } else {
       num_kv_blocks_ = std::min(num_kv_blocks_, ready.num_kv_blocks);
     }

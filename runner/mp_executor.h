@@ -24,6 +24,7 @@ class MultiProcExecutor final : public Executor {
   ModelRunnerOutput execute(const SchedulerOutput& step) override;
   int64_t num_kv_blocks() const override { return num_kv_blocks_; }
   const ModelConfig& model_config() const override { return config_; }
+  const ModelStructure& model_structure() const override { return structure_; }
   void shutdown() override;
 
   // Worker process ids (tests kill them to check failure handling).
@@ -43,6 +44,7 @@ class MultiProcExecutor final : public Executor {
   std::vector<Worker> workers_;
   int64_t num_kv_blocks_ = 0;
   ModelConfig config_;
+  ModelStructure structure_;
   bool dead_ = false;
   std::string rendezvous_dir_;
 };

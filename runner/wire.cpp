@@ -104,6 +104,14 @@ std::string encode(const WorkerReady& v) {
   {
     cereal::PortableBinaryOutputArchive ar(os);
     ar(v.num_kv_blocks, const_cast<ModelConfig&>(v.config));
+    std::vector<std::string> paths, types;
+    std::vector<int32_t> tuples;
+    for (const auto& m : v.structure.modules()) {
+      paths.push_back(m.path);
+      types.push_back(m.type_name);
+      tuples.push_back(m.output_tuple_size);
+    }
+    ar(paths, types, tuples, v.structure.events());
   }
   return os.str();
 }
@@ -112,6 +120,13 @@ void decode(const std::string& b, WorkerReady& v) {
     std::istringstream is(b);
     cereal::PortableBinaryInputArchive ar(is);
     ar(v.num_kv_blocks, v.config);
+    std::vector<std::string> paths, types, events;
+    std::vector<int32_t> tuples;
+    ar(paths, types, tuples, events);
+    if (types.size() != paths.size() || tuples.size() != paths.size()) throw WorkerError("worker message: corrupt structure");
+    std::vector<ModuleInfo> modules;
+    for (size_t i = 0; i < paths.size(); ++i) modules.push_back(ModuleInfo{paths[i], types[i], tuples[i]});
+    v.structure = ModelStructure(std::move(modules), std::move(events));
   } catch (const cereal::Exception& e) {
     throw WorkerError(std::string("worker message: corrupt payload (") + e.what() + ")");
   }

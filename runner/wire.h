@@ -10,6 +10,7 @@
 #include <nnsight/engine_args.hpp>
 
 #include "core/model_config.h"
+#include "runner/model_structure.h"
 #include "runner/step_data.h"
 
 namespace nnsight::runner {
@@ -37,6 +38,7 @@ struct WorkerInit {
 struct WorkerReady {
   int64_t num_kv_blocks = 0;
   ModelConfig config;
+  ModelStructure structure;
 };
 
 // Largest message accepted (a step with saves of big activations fits).

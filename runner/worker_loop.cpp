@@ -23,7 +23,7 @@ int run_worker(int fd, int rank) {
     if (init.num_threads > 0) at::set_num_threads(static_cast<int>(init.num_threads));
     c10::InferenceMode guard;
     runner = build_model_runner(init.args, tp::ParallelContext{});
-    WorkerReady ready{runner->config().num_blocks, runner->model().config()};
+    WorkerReady ready{runner->config().num_blocks, runner->model().config(), runner->structure()};
     if (!send_message(fd, MessageType::kReady, encode(ready))) return 3;
   } catch (const WorkerError&) {
     return 3;  // the engine went away
