@@ -136,6 +136,9 @@ at::Tensor ModelRunner::sample(const at::Tensor& logits, ModelRunnerOutput& out)
 }
 
 void ModelRunner::finish(const at::Tensor& tokens, ModelRunnerOutput& out) {
+  std::set<uint64_t> stopped;
+  for (auto& o : observers_)
+    for (uint64_t id : o->take_stopped()) stopped.insert(id);
   const auto* tok = tokens.data_ptr<int64_t>();
   const int64_t eos = model_->config().eos_token_id;
   size_t k = 0;
@@ -157,6 +160,8 @@ void ModelRunner::finish(const at::Tensor& tokens, ModelRunnerOutput& out) {
       reason = FinishReason::kStop;
     } else if (generated >= st.params.max_tokens() || total >= config_.max_model_len) {
       reason = FinishReason::kLength;
+    } else if (stopped.count(r.id)) {
+      reason = FinishReason::kStop;
     }
     kept.push_back(t);
     if (reason != FinishReason::kNone) finish_request(r.id, reason, out);

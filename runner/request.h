@@ -37,7 +37,7 @@ struct Request {
   std::vector<TokenLogprobs> logprobs;
   FinishReason finish_reason = FinishReason::kNone;
   std::string error;
-  std::map<std::string, at::Tensor> saves;
+  std::map<std::string, SavedValue> saves;
 
   int64_t num_tokens() const { return static_cast<int64_t>(prompt_token_ids.size() + output_token_ids.size()); }
   int32_t token_at(int64_t i) const {

@@ -57,6 +57,9 @@ bool Scheduler::preempt_one(const Request* keep) {
   // The latest arrival that is not `keep` (running_ is in arrival order).
   for (auto it = running_.rbegin(); it != running_.rend(); ++it) {
     if (it->get() == keep) continue;
+    // A request carrying an intervention is never preempted: recomputing it
+    // would replay (or lose) what its intervention did to earlier steps.
+    if ((*it)->has_payload()) continue;
     RequestPtr victim = *it;
     running_.erase(std::next(it).base());
     blocks_.free(victim->blocks);
@@ -142,7 +145,12 @@ SchedulerOutput Scheduler::schedule() {
         if (!group_chunkable || left == 0) { ok = false; break; }
         n = left;
       }
-      if (!blocks_.allocate(g->blocks, cached + n)) { ok = false; break; }
+      // Requests carrying an intervention reserve their whole generation now,
+      // so they never need blocks later (they are never preempted).
+      const int64_t reserve = g->has_payload()
+                                  ? std::min(g->num_tokens() + g->params.max_tokens(), config_.max_model_len)
+                                  : cached + n;
+      if (!blocks_.allocate(g->blocks, reserve)) { ok = false; break; }
       left -= n;
       counts.push_back(n);
     }

@@ -76,7 +76,7 @@ struct FinishedRequest {
   uint64_t id = 0;
   FinishReason reason = FinishReason::kNone;
   std::string error;
-  std::map<std::string, at::Tensor> saves;
+  std::map<std::string, SavedValue> saves;
 };
 
 struct ModelRunnerOutput {

@@ -49,6 +49,8 @@ class StepObserver {
   virtual void on_finished(uint64_t id, FinishedRequest& out) {}
   // Requests this observer failed since the last call: (id, message).
   virtual std::vector<std::pair<uint64_t, std::string>> take_errors() { return {}; }
+  // Requests an intervention asked to stop: they finish after this step.
+  virtual std::vector<uint64_t> take_stopped() { return {}; }
 };
 
 }  // namespace nnsight::runner

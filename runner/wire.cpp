@@ -140,9 +140,14 @@ std::string encode(const ModelRunnerOutput& v) {
     ar(static_cast<uint64_t>(v.finished.size()));
     for (const auto& f : v.finished) {
       ar(f.id, static_cast<int32_t>(f.reason), f.error, static_cast<uint64_t>(f.saves.size()));
-      for (const auto& [name, t] : f.saves) {
-        ar(name);
-        save_tensor(ar, t);
+      for (const auto& [name, v] : f.saves) {
+        ar(name, v.is_list);
+        if (!v.is_list) {
+          save_tensor(ar, v.tensor);
+        } else {
+          ar(static_cast<uint64_t>(v.list.size()));
+          for (const auto& t : v.list) save_tensor(ar, t);
+        }
       }
     }
   }
@@ -166,8 +171,18 @@ void decode(const std::string& b, ModelRunnerOutput& v) {
       f.reason = static_cast<FinishReason>(reason);
       for (uint64_t i = 0; i < num_saves; ++i) {
         std::string name;
-        ar(name);
-        f.saves[name] = load_tensor(ar, b.size());
+        bool is_list = false;
+        ar(name, is_list);
+        if (!is_list) {
+          f.saves[name] = SavedValue(load_tensor(ar, b.size()));
+        } else {
+          uint64_t count = 0;
+          ar(count);
+          if (count > b.size()) throw WorkerError("worker message: corrupt list length");
+          std::vector<at::Tensor> items;
+          for (uint64_t k = 0; k < count; ++k) items.push_back(load_tensor(ar, b.size()));
+          f.saves[name] = SavedValue::of_list(std::move(items));
+        }
       }
     }
   } catch (const cereal::Exception& e) {

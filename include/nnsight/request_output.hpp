@@ -20,6 +20,24 @@ struct TokenLogprobs {
   std::vector<std::pair<int32_t, float>> top;  // best first
 };
 
+// A value an intervention saved: one tensor (numbers become 0-d tensors), or
+// a list of them (a save made at every step, a tuple such as an attention
+// module's output; an undefined tensor stands for None).
+struct SavedValue {
+  at::Tensor tensor;
+  std::vector<at::Tensor> list;
+  bool is_list = false;
+
+  SavedValue() = default;
+  /*implicit*/ SavedValue(at::Tensor t) : tensor(std::move(t)) {}
+  static SavedValue of_list(std::vector<at::Tensor> items) {
+    SavedValue v;
+    v.list = std::move(items);
+    v.is_list = true;
+    return v;
+  }
+};
+
 struct RequestOutput {
   uint64_t request_id = 0;
   std::string prompt;
@@ -30,7 +48,7 @@ struct RequestOutput {
   bool finished = false;
   FinishReason finish_reason = FinishReason::kNone;
   std::string error;                     // non-empty when finish_reason == kError
-  std::map<std::string, at::Tensor> saves;  // values an intervention saved, by name
+  std::map<std::string, SavedValue> saves;  // values an intervention saved, by name
 };
 
 }  // namespace nnsight
