@@ -24,7 +24,8 @@
 
 namespace nnsight::dsl {
 
-class GraphBuilder {
+// Create with std::make_shared: proxies hold shared_ptrs to their builder.
+class GraphBuilder : public std::enable_shared_from_this<GraphBuilder> {
  public:
   explicit GraphBuilder(uint64_t trace_id = 0, uint32_t invoke = 0);
 
