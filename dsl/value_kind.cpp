@@ -22,10 +22,13 @@ std::string describe_mask(KindMask m) {
   if (m == kinds::Nothing) return "nothing";
   if (m == kinds::Any) return "any value";
   std::string out;
+  bool number = (m & kinds::Number) == kinds::Number;  // int, double and bool read as "number"
   for (int k = 0; k < kNumValueKinds; ++k) {
     if (!(m & (1u << k))) continue;
+    auto kind = static_cast<ValueKind>(k);
+    if (number && (kind == ValueKind::Double || kind == ValueKind::Bool)) continue;
     if (!out.empty()) out += " or ";
-    out += kind_name(static_cast<ValueKind>(k));
+    out += number && kind == ValueKind::Int ? "number" : kind_name(kind);
   }
   return out;
 }

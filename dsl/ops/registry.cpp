@@ -26,13 +26,31 @@ KindMask OpDef::result_kind(const KindMask* args, size_t n) const {
   return result_fn ? result_fn(args, n) : result;
 }
 
+namespace {
+// A default value as it would be written: 0, 2.0, false, none, "tanh".
+std::string literal(const Value& v) {
+  switch (v.kind()) {
+    case ValueKind::None: return "none";
+    case ValueKind::Int: return std::to_string(v.as_int());
+    case ValueKind::Double: {
+      std::string d = std::to_string(v.as_double());
+      while (d.size() > 1 && d.back() == '0' && d[d.size() - 2] != '.') d.pop_back();
+      return d;
+    }
+    case ValueKind::Bool: return v.as_bool() ? "true" : "false";
+    case ValueKind::String: return "\"" + v.as_string() + "\"";
+    default: return v.describe();
+  }
+}
+}  // namespace
+
 std::string OpDef::signature() const {
   std::string s = name + "(";
   for (size_t i = 0; i < params.size(); ++i) {
     if (i) s += ", ";
     if (variadic && i + 1 == params.size()) s += "*";
     s += params[i].name + ": " + describe_mask(params[i].kinds);
-    if (params[i].default_value) s += " = " + params[i].default_value->describe();
+    if (params[i].default_value) s += " = " + literal(*params[i].default_value);
   }
   s += ") -> " + (result_fn ? std::string("depends on arguments") : describe_mask(result));
   return s;
