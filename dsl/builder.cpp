@@ -35,10 +35,8 @@ void GraphBuilder::check_ref(NodeId id, const SourceLoc& loc, const char* what) 
 }
 
 NodeId GraphBuilder::push(Node n, KindMask result) {
-  for (NodeId a : n.args) ++uses_[a];
   graph_.nodes.push_back(std::move(n));
   kinds_.push_back(result);
-  uses_.push_back(0);
   return static_cast<NodeId>(graph_.nodes.size() - 1);
 }
 
@@ -231,20 +229,6 @@ NodeId GraphBuilder::import(const GraphBuilder& owner, NodeId node, SourceLoc lo
                   std::to_string(invoke()) + "; only earlier invokes can be referenced");
   owner.check_ref(node, loc, "a proxy");
   return external(owner.invoke(), node, std::move(loc));
-}
-
-bool GraphBuilder::drop_last_if_unused(NodeId id) {
-  if (finished_ || graph_.nodes.empty() || id != graph_.nodes.size() - 1 || uses_[id] != 0) return false;
-  const Node& n = graph_.nodes.back();
-  if (n.kind == NodeKind::Iter || n.kind == NodeKind::Cond || n.kind == NodeKind::Else ||
-      n.kind == NodeKind::End)
-    return false;
-  for (NodeId a : n.args) --uses_[a];
-  if (n.kind == NodeKind::Save) save_names_.erase(n.name);
-  graph_.nodes.pop_back();
-  kinds_.pop_back();
-  uses_.pop_back();
-  return true;
 }
 
 Graph GraphBuilder::finish() {

@@ -60,10 +60,6 @@ class GraphBuilder : public std::enable_shared_from_this<GraphBuilder> {
   // earlier invoke of the same trace; BuildError otherwise.
   NodeId import(const GraphBuilder& owner, NodeId node, SourceLoc loc);
 
-  // Removes the last node if it is `id` and nothing references it. Used when
-  // x[i] turns out to be the target of an assignment rather than a read.
-  bool drop_last_if_unused(NodeId id);
-
   // The graph; all blocks must be closed. The builder cannot record after.
   Graph finish();
 
@@ -101,7 +97,6 @@ class GraphBuilder : public std::enable_shared_from_this<GraphBuilder> {
   uint64_t trace_id_;
   Graph graph_;
   std::vector<KindMask> kinds_;
-  std::vector<uint32_t> uses_;  // how many nodes reference each node
   std::vector<Block> blocks_;
   std::unordered_set<std::string> save_names_;
   bool finished_ = false;

@@ -554,8 +554,10 @@ Graph from_json(std::string_view text, const Limits& limits) {
   if (text.size() > limits.max_encoded_bytes)
     throw DecodeError("graph JSON: " + std::to_string(text.size()) + " bytes exceed the limit of " +
                       std::to_string(limits.max_encoded_bytes));
-  // The graph's own structure is a few levels deep; values add max_depth.
-  const int max_json_depth = static_cast<int>(std::min<uint64_t>(limits.max_depth, 1u << 20)) + 8;
+  // The graph's own structure is a few levels deep (graph, nodes, node,
+  // value); values add max_depth list levels plus a few for a tensor or an
+  // index inside the innermost list.
+  const int max_json_depth = static_cast<int>(std::min<uint64_t>(limits.max_depth, 1u << 20)) + 16;
   Json j;
   try {
     j = Json::parse(text.begin(), text.end(),

@@ -175,9 +175,9 @@ void Proxy::operator=(const Operand& value) && {
   SourceLoc loc = value.site().loc();
   if (!valid()) throw BuildError(loc.str() + ": assignment to an empty proxy");
   if (indexed_) {
-    // base[index] = value: the read of base[index] recorded for this proxy is
-    // not needed when nothing used it.
-    builder_->drop_last_if_unused(node_);
+    // base[index] = value. The read of base[index] recorded for this proxy
+    // stays in the graph (another copy of the proxy may still refer to it);
+    // it is a cheap view and runs at the same point.
     Rec r(loc, builder_);
     NodeId v = r.o(value);
     r.b->op("setitem", {index_base_, index_node_, v}, loc);
@@ -191,7 +191,6 @@ void Proxy::operator=(const Operand& value) && {
   std::string key = n.name;
   dsl::StepSpec step = n.step;
   Rec r(loc, {this});
-  if (r.b == builder_) builder_->drop_last_if_unused(node_);
   NodeId v = r.o(value);
   r.b->set(std::move(key), step, v, loc);
 }
