@@ -547,7 +547,11 @@ std::string to_json(const Graph& g, int indent) {
   Json nodes = Json::array();
   for (size_t i = 0; i < g.nodes.size(); ++i) nodes.push_back(node_json(g.nodes[i], i));
   j["nodes"] = std::move(nodes);
-  return j.dump(indent);
+  try {
+    return j.dump(indent);
+  } catch (const Json::exception& e) {
+    throw Error(std::string("graph cannot be written as JSON: ") + e.what());  // e.g. a string that is not UTF-8
+  }
 }
 
 Graph from_json(std::string_view text, const Limits& limits) {
@@ -569,8 +573,15 @@ Graph from_json(std::string_view text, const Limits& limits) {
                     });
   } catch (const Json::parse_error& e) {
     throw DecodeError(std::string("graph JSON: syntax error at byte ") + std::to_string(e.byte) + ": " + e.what());
+  } catch (const Json::exception& e) {
+    // e.g. out_of_range for a number that overflows a double ("1e99999").
+    throw DecodeError(std::string("graph JSON: ") + e.what());
   }
-  return Reader(limits).graph(j);
+  try {
+    return Reader(limits).graph(j);
+  } catch (const Json::exception& e) {
+    throw DecodeError(std::string("graph JSON: ") + e.what());
+  }
 }
 
 }  // namespace nnsight::dsl

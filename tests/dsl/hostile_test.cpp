@@ -15,7 +15,10 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <random>
+#include <sstream>
 
 namespace nnsight::testing {
 namespace {
@@ -245,6 +248,38 @@ TEST(DslHostile, RandomMutationsNeverCrash) {
     }
   }
   EXPECT_GT(decoded, 0);  // some mutations (e.g. in tensor data) still decode
+}
+
+TEST(DslHostile, JsonNumbersOutOfRangeAreDecodeErrors) {
+  // Found by the fuzzer: nlohmann reports a number overflow as out_of_range,
+  // not as a parse error.
+  std::string msg = error_of<dsl::DecodeError>([] { dsl::from_json(R"({"version":1e99999,"nodes":[]})"); });
+  EXPECT_TRUE(contains(msg, "number overflow")) << msg;
+  EXPECT_THROW(dsl::from_json(R"({"nodes":[{"kind":"const","value":-1e400}]})"), dsl::DecodeError);
+}
+
+// Inputs that once broke a decoder (tests/data/dsl/regressions/, also fed to
+// the fuzzer as seeds): each must now decode or fail with a DecodeError.
+TEST(DslHostile, FuzzerRegressions) {
+  namespace fs = std::filesystem;
+  fs::path dir = fs::path(NNSIGHT_SOURCE_DIR) / "tests/data/dsl/regressions";
+  size_t n = 0;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    std::ifstream f(entry.path(), std::ios::binary);
+    std::stringstream ss;
+    ss << f.rdbuf();
+    std::string bytes = ss.str();
+    for (bool json : {false, true}) {
+      try {
+        dsl::Graph g = json ? dsl::from_json(bytes) : dsl::decode_binary(bytes);
+        dsl::validate(std::move(g));
+      } catch (const dsl::DecodeError&) {
+      } catch (const dsl::ValidationError&) {
+      }
+    }
+    ++n;
+  }
+  EXPECT_GT(n, 0u);
 }
 
 }  // namespace
