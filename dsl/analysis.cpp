@@ -1,0 +1,75 @@
+#include "dsl/analysis.h"
+
+namespace nnsight::dsl {
+
+GraphAnalysis analyze(const Graph& g) {
+  GraphAnalysis a;
+  a.point_of.assign(g.nodes.size(), -1);
+  struct Open {
+    NodeId node;
+    bool is_iter;
+  };
+  std::vector<Open> open;
+  int64_t last = -1;
+  for (NodeId i = 0; i < g.nodes.size(); ++i) {
+    const Node& n = g.nodes[i];
+    switch (n.kind) {
+      case NodeKind::Iter: open.push_back({i, true}); break;
+      case NodeKind::Cond: open.push_back({i, false}); break;
+      case NodeKind::End:
+        if (!open.empty()) open.pop_back();
+        break;
+      case NodeKind::Get:
+      case NodeKind::Set: {
+        Access acc;
+        acc.node = i;
+        acc.is_set = n.kind == NodeKind::Set;
+        acc.key = n.name;
+        acc.step = n.step;
+        for (auto it = open.rbegin(); it != open.rend(); ++it) {
+          if (!it->is_iter) {
+            acc.conditional = true;
+            continue;
+          }
+          if (acc.iter == kNoNode) {
+            acc.iter = it->node;
+            acc.range = g.nodes[it->node].range;
+          }
+        }
+        a.accesses.push_back(std::move(acc));
+        last = static_cast<int64_t>(a.accesses.size()) - 1;
+        break;
+      }
+      case NodeKind::External: {
+        ExternalNeed need;
+        need.node = i;
+        need.invoke = n.ext_invoke;
+        need.target = n.ext_node;
+        if (last >= 0) need.at = a.accesses[static_cast<size_t>(last)];
+        a.externals.push_back(std::move(need));
+        break;
+      }
+      default: break;
+    }
+    a.point_of[i] = last;
+  }
+  return a;
+}
+
+std::vector<GraphAnalysis> analyze_trace(const std::vector<const Graph*>& graphs) {
+  std::vector<GraphAnalysis> out;
+  out.reserve(graphs.size());
+  for (const Graph* g : graphs) out.push_back(analyze(*g));
+  for (GraphAnalysis& a : out) {
+    for (ExternalNeed& need : a.externals) {
+      if (need.invoke >= out.size()) continue;
+      const GraphAnalysis& other = out[need.invoke];
+      if (need.target >= other.point_of.size()) continue;
+      int64_t p = other.point_of[need.target];
+      if (p >= 0) need.needed = other.accesses[static_cast<size_t>(p)];
+    }
+  }
+  return out;
+}
+
+}  // namespace nnsight::dsl

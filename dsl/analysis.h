@@ -1,0 +1,59 @@
+// Static schedule analysis, for the tracing layer to reject impossible
+// schedules before the model runs.
+//
+// A mediator runs its graph in program order and can only move forward
+// through the model: it waits at each Get/Set (an "access": key @ step) until
+// the model reaches that point. So:
+//   - accesses: every Get and Set of a graph in program order, with the step
+//     as written and, for iteration-relative steps, the enclosing Iter's range;
+//   - point_of[n]: the last access at or before node n (-1: none). Node n's
+//     value exists once the mediator has passed that access;
+//   - externals: for each External node, the access of the other invoke after
+//     which the referenced value exists (needed), and this graph's last access
+//     before the External is used (at). Invoke i can use the value only if the
+//     model reaches `needed` (in invoke j's mediator) no later than `at`.
+// Ordering accesses across keys (module execution order, logits after the
+// forward, ...) is the tracing layer's knowledge, not this module's.
+#pragma once
+
+#include "dsl/graph.h"
+#include "dsl/validate.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace nnsight::dsl {
+
+struct Access {
+  NodeId node = 0;         // the Get or Set node
+  bool is_set = false;
+  std::string key;
+  StepSpec step;           // as written
+  NodeId iter = kNoNode;   // innermost enclosing Iter, if any
+  IterRange range;         // that Iter's range (meaningful when iter != kNoNode)
+  bool conditional = false;  // inside a Cond block: may not run
+};
+
+struct ExternalNeed {
+  NodeId node = 0;          // the External node in this graph
+  uint32_t invoke = 0;      // the invoke it refers to
+  NodeId target = 0;        // the node there
+  std::optional<Access> needed;  // the other invoke's access after which target exists (none: from the start)
+  std::optional<Access> at;      // this graph's last access before the External (none: at the start)
+};
+
+struct GraphAnalysis {
+  std::vector<Access> accesses;       // program order
+  std::vector<int64_t> point_of;      // per node: index into accesses, or -1
+  std::vector<ExternalNeed> externals;  // `needed` is filled by analyze_trace
+};
+
+// Expects a structurally valid graph (balanced blocks; see validate()).
+GraphAnalysis analyze(const Graph& g);
+// Analyses every graph of a trace and fills each External's `needed` from the
+// graph it refers to. graphs[i] must be invoke i (validate_trace checks).
+std::vector<GraphAnalysis> analyze_trace(const std::vector<const Graph*>& graphs);
+
+}  // namespace nnsight::dsl

@@ -1,0 +1,54 @@
+#include "support/dsl_fake_provider.h"
+
+#include <ATen/ATen.h>
+#include <ATen/CPUGeneratorImpl.h>
+
+#include <functional>
+
+namespace nnsight::testing {
+
+at::Tensor FakeProvider::default_tensor(const std::string& key, int64_t step) {
+  uint64_t seed = std::hash<std::string>()(key) ^ (static_cast<uint64_t>(step) * 0x9e3779b97f4a7c15ull);
+  at::Generator gen = at::make_generator<at::CPUGeneratorImpl>(seed);
+  return at::randn({2, 4}, gen, at::TensorOptions().dtype(at::kFloat));
+}
+
+dsl::Value FakeProvider::get(const std::string& key, int64_t step) {
+  gets.emplace_back(key, step);
+  if (finish_at_ && step >= *finish_at_) throw dsl::RequestFinished();
+  auto it = values_.find({key, step});
+  if (it != values_.end()) return it->second;
+  auto all = all_steps_.find(key);
+  if (all != all_steps_.end()) return all->second;
+  if (!default_tensors_) throw dsl::ValueNeverProvided("no value for '" + key + "' at step " + std::to_string(step));
+  at::Tensor t = default_tensor(key, step);
+  values_[{key, step}] = dsl::Value(t);  // later gets see the same (possibly mutated) tensor
+  return dsl::Value(t);
+}
+
+void FakeProvider::set(const std::string& key, int64_t step, dsl::Value value) {
+  if (finish_at_ && step >= *finish_at_) throw dsl::RequestFinished();
+  sets.emplace_back(key, step, value);
+  values_[{key, step}] = std::move(value);
+}
+
+void FakeProvider::save(const std::string& name, const dsl::Value& value, dsl::SaveMode mode) {
+  dsl::Value copy = value.is_tensor() ? dsl::Value(value.as_tensor().clone()) : value;
+  if (mode == dsl::SaveMode::Replace) {
+    saves[name] = std::move(copy);
+    return;
+  }
+  auto it = saves.find(name);
+  if (it == saves.end()) it = saves.emplace(name, dsl::Value::list({})).first;
+  it->second.as_list().push_back(std::move(copy));
+}
+
+dsl::Value FakeProvider::external(uint32_t invoke, dsl::NodeId node) {
+  auto it = externals_.find({invoke, node});
+  if (it == externals_.end())
+    throw dsl::ValueNeverProvided("no external value for invoke " + std::to_string(invoke) + " node " +
+                                  std::to_string(node));
+  return it->second;
+}
+
+}  // namespace nnsight::testing
