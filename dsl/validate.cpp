@@ -21,8 +21,8 @@ class Validator {
     throw ValidationError(id, n.loc, n.describe(id) + ": " + what);
   }
 
-  void run(ValidatedGraph& out, std::vector<NodeId>& block_end, std::vector<NodeId>& else_of,
-           std::vector<const OpDef*>& ops, std::vector<KindMask>& kinds) {
+  void run(std::vector<NodeId>& block_end, std::vector<NodeId>& else_of, std::vector<const OpDef*>& ops,
+           std::vector<KindMask>& kinds) {
     size_t n = g_.nodes.size();
     if (n > lim_.max_nodes)
       throw ValidationError(0, SourceLoc{}, "graph of " + std::to_string(n) + " nodes exceeds the limit of " +
@@ -36,7 +36,6 @@ class Validator {
       NodeId open = blocks_.back().node;
       fail(open, "block is never closed (missing end)");
     }
-    (void)out;
   }
 
  private:
@@ -284,7 +283,7 @@ class Validator {
 ValidatedGraph validate(Graph g, const ValidateOptions& options) {
   ValidatedGraph out;
   Validator v(g, options);
-  v.run(out, out.block_end_, out.else_of_, out.ops_, out.kinds_);
+  v.run(out.block_end_, out.else_of_, out.ops_, out.kinds_);
   uint64_t size = encoded_size(g);
   if (size > options.limits.max_encoded_bytes)
     throw ValidationError(0, SourceLoc{}, "graph encodes to " + std::to_string(size) +
