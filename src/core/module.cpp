@@ -110,18 +110,21 @@ void Module::refresh_hooked() { hooked_ = !hooks_->pre.empty() || !hooks_->post.
 
 at::Tensor Module::invoke_hooked(const at::Tensor& x,
                                  const std::function<at::Tensor(const at::Tensor&)>& body) {
-  // Copy the hook lists: a hook may remove itself (or others) while running.
-  auto pre = hooks_->pre;
-  auto post = hooks_->post;
-
+  // Copy each hook list when it is about to run: a hook may remove itself (or
+  // others), and a pre-hook or the body may register a forward hook that must
+  // still see this call's output.
   ModuleIO inputs = ModuleIO::tuple({x});
-  for (auto& [id, hook] : pre) {
-    if (auto replaced = hook(*this, inputs)) {
-      inputs = replaced->is_tuple() ? std::move(*replaced) : ModuleIO::tuple({replaced->tensor()});
+  if (!hooks_->pre.empty()) {
+    auto pre = hooks_->pre;
+    for (auto& [id, hook] : pre) {
+      if (auto replaced = hook(*this, inputs)) {
+        inputs = replaced->is_tuple() ? std::move(*replaced) : ModuleIO::tuple({replaced->tensor()});
+      }
     }
   }
   at::Tensor y = body(inputs.tensor());
-  if (post.empty()) return y;
+  if (hooks_->post.empty()) return y;
+  auto post = hooks_->post;
 
   ModuleIO output;
   if (output_tuple_size_ > 0) {

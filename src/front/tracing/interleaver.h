@@ -1,0 +1,90 @@
+// Interleaver: runs the mediators of every traced request against the
+// model's phases on one worker (a runner::StepObserver).
+//
+//   admission  decode + validate each request's graphs, check them against
+//              the model's structure, start the fibers (they run to their
+//              first wait) once the whole trace has arrived
+//   forward    hooks sit only on the modules some live mediator's graph
+//              touches; at each one, the trace groups' mediators resume in
+//              invoke order, each seeing only its own rows of the flat
+//              batch (token rows [start, n]); writes go to a copy of the
+//              value and only into the writer's rows
+//   logits / samples   prompt-level rows: one row per request that samples
+//   finish     "result" (the generated token ids), then the request's
+//              remaining waits end (an iteration over all steps quietly);
+//              saves go back with the request's output
+//
+// An error in a mediator ends its whole trace (every request of it) with the
+// message naming the user's file and line; other requests are untouched.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "core/module.h"
+#include "dsl/function_registry.h"
+#include "dsl/limits.h"
+#include "front/tracing/trace_group.h"
+#include "runner/model_runner.h"
+#include "runner/step_observer.h"
+
+namespace nnsight::tracing {
+
+class Interleaver final : public runner::StepObserver {
+ public:
+  Interleaver(runner::ModelRunner& runner, dsl::Limits limits, const dsl::FunctionRegistry* functions);
+  ~Interleaver() override;
+
+  void on_new_request(const runner::NewRequest& request) override;
+  void before_forward(const runner::StepContext& ctx) override;
+  void on_logits(const runner::StepContext& ctx, at::Tensor& logits) override;
+  void on_samples(const runner::StepContext& ctx, at::Tensor& tokens) override;
+  void on_finished(uint64_t id, runner::FinishedRequest& out) override;
+  std::vector<std::pair<uint64_t, std::string>> take_errors() override;
+  std::vector<uint64_t> take_stopped() override;
+
+  // Live trace groups and installed hooks (for tests and benchmarks).
+  size_t num_groups() const { return groups_.size(); }
+  size_t num_hooks() const { return hooks_.size(); }
+
+ private:
+  // A provider value at one event, as the model holds it: a tensor or a
+  // tuple (module outputs), with copy-on-write for writes.
+  struct EventValue {
+    ModuleIO io;               // what the model will continue with
+    std::vector<bool> cloned;  // element already copied for writing
+    bool sample_rows = false;  // dim 0 indexes sampling rows, not tokens
+  };
+  using Rows = std::vector<std::pair<int64_t, int64_t>>;  // (start, count) ranges in dim 0
+
+  void start_group(TraceGroup& group);
+  void sync_hooks();
+  void dispatch(const std::string& key, EventValue& ev);
+  bool rows_for(const Mediator& m, TraceGroup& g, bool sample_rows, int64_t step, Rows& rows) const;
+  dsl::Value read(EventValue& ev, const std::string& key, const Rows& rows) const;
+  void write(EventValue& ev, const std::string& key, const Rows& rows, const dsl::Value& value);
+  void after_resume(Mediator& m, TraceGroup& g);
+  void fail_group(TraceGroup& g, const std::string& message);
+  void check_missed(const runner::StepContext& ctx);
+  void finish_request(TraceGroup& g, uint64_t id, runner::FinishedRequest& out);
+  TraceGroup* group_of(uint64_t request_id) const;
+
+  runner::ModelRunner& runner_;
+  dsl::Limits limits_;
+  const dsl::FunctionRegistry* functions_;
+  std::string logits_module_;                             // its rows are sampling rows
+  std::unordered_map<std::string, Module*> modules_;      // path -> module
+  std::map<uint64_t, std::unique_ptr<TraceGroup>> groups_;  // by trace id
+  std::unordered_map<uint64_t, uint64_t> trace_of_;       // request id -> trace id
+  std::unordered_map<std::string, HookHandle> hooks_;     // provider key -> hook
+  // This step: request id -> its place in the batch.
+  std::unordered_map<uint64_t, const runner::StepRequest*> step_;
+  std::vector<std::pair<uint64_t, std::string>> errors_;
+  std::set<uint64_t> stopped_;
+};
+
+}  // namespace nnsight::tracing

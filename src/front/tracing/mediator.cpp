@@ -1,0 +1,159 @@
+#include "front/tracing/mediator.h"
+
+#include <ATen/ATen.h>
+#include <boost/context/protected_fixedsize_stack.hpp>
+
+#include <nnsight/error.hpp>
+
+#include "dsl/errors.h"
+#include "front/tracing/trace_group.h"
+
+namespace nnsight::tracing {
+
+namespace ctx = boost::context;
+
+namespace {
+// Ops inside a graph call into LibTorch and BLAS, which can use deep stacks;
+// pages are committed only when touched, so a generous size costs little.
+constexpr size_t kFiberStackBytes = size_t(4) << 20;
+
+at::Tensor number_tensor(const dsl::Value& v) {
+  switch (v.kind()) {
+    case dsl::ValueKind::Int: return at::scalar_tensor(v.as_int(), at::kLong);
+    case dsl::ValueKind::Double: return at::scalar_tensor(v.as_double(), at::kDouble);
+    case dsl::ValueKind::Bool: return at::scalar_tensor(v.as_bool(), at::kBool);
+    default: break;
+  }
+  throw Error("cannot save a value of kind " + v.describe());
+}
+
+at::Tensor detached(const at::Tensor& t) { return t.defined() ? t.detach().clone() : at::Tensor(); }
+
+at::Tensor as_single_tensor(const dsl::Value& v) {
+  if (v.is_tensor()) return detached(v.as_tensor());
+  if (v.is_none()) return at::Tensor();
+  if (v.is_number()) return number_tensor(v);
+  throw Error("cannot save " + v.describe() + " as one tensor; save its elements");
+}
+}  // namespace
+
+SavedValue to_saved(const dsl::Value& v) {
+  switch (v.kind()) {
+    case dsl::ValueKind::Tuple: {
+      std::vector<at::Tensor> items;
+      for (const auto& t : v.as_tuple()) items.push_back(detached(t));
+      return SavedValue::of_list(std::move(items));
+    }
+    case dsl::ValueKind::List: {
+      std::vector<at::Tensor> items;
+      for (const auto& item : v.as_list()) items.push_back(as_single_tensor(item));
+      return SavedValue::of_list(std::move(items));
+    }
+    default: return SavedValue(as_single_tensor(v));
+  }
+}
+
+Mediator::Mediator(TraceGroup& group, uint64_t request_id, uint32_t invoke, GraphRole role, dsl::ValidatedGraph graph,
+                   const dsl::FunctionRegistry* functions)
+    : group_(group), request_id_(request_id), invoke_(invoke), role_(role), graph_(std::move(graph)) {
+  evaluator_ = std::make_unique<dsl::Evaluator>(graph_, *this, dsl::EvalOptions().with_functions(functions));
+}
+
+Mediator::~Mediator() {
+  // A fiber still suspended is unwound here: boost throws forced_unwind
+  // inside it, which the evaluator lets pass, and its stack is released.
+  fiber_ = ctx::fiber();
+}
+
+void Mediator::start() {
+  TORCH_CHECK(state_ == State::kNotStarted, "Mediator::start called twice");
+  state_ = State::kWaiting;  // running; set properly below
+  fiber_ = ctx::fiber(std::allocator_arg, ctx::protected_fixedsize_stack(kFiberStackBytes),
+                      [this](ctx::fiber&& caller) {
+                        caller_ = std::move(caller);
+                        try {
+                          evaluator_->run();
+                          state_ = State::kDone;
+                        } catch (const std::exception& e) {
+                          // forced_unwind is not a std::exception: it passes.
+                          error_ = e.what();
+                          state_ = State::kFailed;
+                        }
+                        return std::move(caller_);
+                      });
+  resume();
+}
+
+void Mediator::resume() { fiber_ = std::move(fiber_).resume(); }
+
+void Mediator::suspend() {
+  state_ = State::kWaiting;
+  caller_ = std::move(caller_).resume();
+  after_resume_in_fiber();
+}
+
+void Mediator::after_resume_in_fiber() {
+  switch (resume_kind_) {
+    case Resume::kValue:
+    case Resume::kSetDone: return;
+    case Resume::kError: throw Error(resume_error_);
+    case Resume::kFinished: throw dsl::RequestFinished();
+  }
+}
+
+void Mediator::resume_with(dsl::Value value) {
+  TORCH_CHECK(waiting() && wait_kind_ == WaitKind::kGet, "Mediator: not waiting for a value");
+  resume_kind_ = Resume::kValue;
+  resume_value_ = std::move(value);
+  resume();
+}
+
+void Mediator::resume_after_set() {
+  TORCH_CHECK(waiting() && wait_kind_ == WaitKind::kSet, "Mediator: not waiting on a write");
+  resume_kind_ = Resume::kSetDone;
+  set_value_ = dsl::Value();
+  resume();
+}
+
+void Mediator::resume_with_error(const std::string& error) {
+  TORCH_CHECK(waiting(), "Mediator: not waiting");
+  resume_kind_ = Resume::kError;
+  resume_error_ = error;
+  resume();
+}
+
+void Mediator::resume_finished() {
+  TORCH_CHECK(waiting(), "Mediator: not waiting");
+  resume_kind_ = Resume::kFinished;
+  resume();
+}
+
+dsl::Value Mediator::get(const std::string& key, int64_t step) {
+  wait_kind_ = WaitKind::kGet;
+  wait_key_ = key;
+  wait_step_ = step;
+  suspend();
+  return std::move(resume_value_);
+}
+
+void Mediator::set(const std::string& key, int64_t step, dsl::Value value) {
+  wait_kind_ = WaitKind::kSet;
+  wait_key_ = key;
+  wait_step_ = step;
+  set_value_ = std::move(value);
+  suspend();
+}
+
+void Mediator::save(const std::string& name, const dsl::Value& value, dsl::SaveMode mode) {
+  if (mode == dsl::SaveMode::Replace) {
+    saves_[name] = to_saved(value);
+    return;
+  }
+  SavedValue& slot = saves_[name];
+  slot.is_list = true;
+  slot.list.push_back(as_single_tensor(value));
+}
+
+dsl::Value Mediator::external(uint32_t invoke, dsl::NodeId node) { return group_.external(invoke, node); }
+
+}  // namespace nnsight::tracing

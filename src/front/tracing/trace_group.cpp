@@ -1,0 +1,35 @@
+#include "front/tracing/trace_group.h"
+
+#include <algorithm>
+
+#include "dsl/errors.h"
+
+namespace nnsight::tracing {
+
+Mediator& TraceGroup::add(std::unique_ptr<Mediator> m) {
+  auto rank = [](const Mediator& x) { return std::make_pair(x.invoke(), static_cast<int>(x.role())); };
+  auto pos = std::upper_bound(mediators_.begin(), mediators_.end(), m,
+                              [&](const std::unique_ptr<Mediator>& a, const std::unique_ptr<Mediator>& b) {
+                                return rank(*a) < rank(*b);
+                              });
+  return **mediators_.insert(pos, std::move(m));
+}
+
+void TraceGroup::remove_mediators_of(uint64_t request_id) {
+  mediators_.erase(std::remove_if(mediators_.begin(), mediators_.end(),
+                                  [&](const std::unique_ptr<Mediator>& m) { return m->request_id() == request_id; }),
+                   mediators_.end());
+}
+
+dsl::Value TraceGroup::external(uint32_t invoke, dsl::NodeId node) const {
+  for (const auto& m : mediators_) {
+    if (m->invoke() != invoke || m->role() == GraphRole::kAuxiliary) continue;
+    if (!m->evaluator().has_value(node))
+      throw dsl::ValueNeverProvided("invoke " + std::to_string(invoke) + " has not computed node " +
+                                    std::to_string(node) + " (yet) at this point of the model");
+    return m->evaluator().value(node);
+  }
+  throw dsl::ValueNeverProvided("invoke " + std::to_string(invoke) + " is not running (it ended or failed)");
+}
+
+}  // namespace nnsight::tracing

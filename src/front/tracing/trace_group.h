@@ -1,0 +1,50 @@
+// TraceGroup: one trace's mediators on a worker -- one per invoke (plus any
+// auxiliary graphs), kept in invoke order, which is the order they resume in
+// at every provider -- and the trace's requests.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "dsl/value.h"
+#include "front/tracing/mediator.h"
+
+namespace nnsight::tracing {
+
+class TraceGroup {
+ public:
+  TraceGroup(uint64_t trace_id, uint32_t num_requests, uint32_t num_invokes)
+      : trace_id_(trace_id), num_requests_(num_requests), num_invokes_(num_invokes) {}
+
+  uint64_t trace_id() const { return trace_id_; }
+  uint32_t num_requests() const { return num_requests_; }
+  uint32_t num_invokes() const { return num_invokes_; }
+
+  // Adds a mediator, keeping invoke order (then role order) stable.
+  Mediator& add(std::unique_ptr<Mediator> m);
+  std::vector<std::unique_ptr<Mediator>>& mediators() { return mediators_; }
+  void remove_mediators_of(uint64_t request_id);
+
+  std::vector<uint64_t>& requests() { return requests_; }      // admitted, in invoke order
+  std::vector<uint64_t>& finished() { return finished_; }      // requests already finished
+  std::map<uint64_t, std::vector<int64_t>>& results() { return results_; }  // tokens per request
+  bool complete() const { return requests_.size() == num_requests_; }
+  bool started = false;
+  bool failed = false;
+
+  // The value `node` of invoke `invoke`'s graph computed (cross-invoke use).
+  dsl::Value external(uint32_t invoke, dsl::NodeId node) const;
+
+ private:
+  uint64_t trace_id_;
+  uint32_t num_requests_, num_invokes_;
+  std::vector<std::unique_ptr<Mediator>> mediators_;
+  std::vector<uint64_t> requests_;
+  std::vector<uint64_t> finished_;
+  std::map<uint64_t, std::vector<int64_t>> results_;
+};
+
+}  // namespace nnsight::tracing

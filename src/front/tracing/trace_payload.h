@@ -1,0 +1,42 @@
+// TracePayload: what one request of a trace carries to the workers in its
+// SamplingParams payload -- the graphs to run as mediators on that request.
+//
+// The first graph is the invoke's own; further graphs are auxiliary (a
+// tracer.cache() recorder) or belong to invokes without a prompt of their
+// own, which ride on the trace's first request and see all of the trace's
+// rows. Encoding: "NNTP" + u16 version + u32 trace size + entries, each the
+// graph's binary encoding (dsl/binary_codec.h), all lengths bounded.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "dsl/graph.h"
+#include "dsl/limits.h"
+
+namespace nnsight::tracing {
+
+enum class GraphRole : uint8_t {
+  kInvoke = 0,      // the request's own invoke
+  kAuxiliary = 1,   // another graph of the same invoke (cache recorder), run after it
+  kPromptless = 2,  // an invoke without a prompt: sees every request of the trace
+};
+
+struct PayloadGraph {
+  GraphRole role = GraphRole::kInvoke;
+  dsl::Graph graph;
+};
+
+struct TracePayload {
+  uint32_t num_requests = 1;  // requests (invokes with a prompt) in the trace
+  uint32_t num_invokes = 1;   // invokes in the trace, promptless ones included
+  std::vector<PayloadGraph> graphs;
+};
+
+std::string encode_payload(const TracePayload& payload);
+// Throws dsl::DecodeError for malformed bytes (never allocates beyond `limits`).
+TracePayload decode_payload(std::string_view bytes, const dsl::Limits& limits);
+
+}  // namespace nnsight::tracing
