@@ -25,4 +25,12 @@ class ConfigError : public Error {
   using Error::Error;
 };
 
+// A trace that cannot run (unknown module path, out-of-order access, a value
+// used before it exists) or that failed while running (an op raised inside an
+// intervention). The message names the user's file and line.
+class TraceError : public Error {
+ public:
+  using Error::Error;
+};
+
 }  // namespace nnsight

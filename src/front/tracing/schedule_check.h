@@ -20,10 +20,7 @@
 
 namespace nnsight::tracing {
 
-class TraceError : public Error {
- public:
-  using Error::Error;
-};
+using nnsight::TraceError;
 
 // graphs[i] is invoke i's main graph (auxiliary graphs are checked alone).
 void check_graph(const dsl::Graph& graph, const runner::ModelStructure& structure);

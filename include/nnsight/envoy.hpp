@@ -1,0 +1,55 @@
+// Envoy: a module of the served model, named by its Hugging Face path, as
+// seen from inside a trace body. Reading .output() / .input() records a read
+// of that value (a Proxy); assigning to it records a write.
+//
+//   auto mlp = lm.envoy("model.layers.28.mlp");
+//   mlp.output() = mlp.output() * 0;      // ablation
+//   auto h = lm.envoy("model.layers")[5].output();
+//
+// An Envoy is a light handle (model + path); creating one checks the path
+// and suggests the closest known one when it is wrong.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <nnsight/call_site.hpp>
+#include <nnsight/proxy.hpp>
+
+namespace nnsight {
+
+class LanguageModel;
+
+class Envoy {
+ public:
+  Envoy() = default;
+
+  const std::string& path() const { return path_; }
+  // The module's class name as Hugging Face names it ("LlamaMLP").
+  std::string type_name() const;
+
+  // The module's output at the current step: a tensor [tokens, ...] of this
+  // invoke's rows, or a tuple for modules that return one (self_attn).
+  Proxy output(CallSite site = CallSite()) const;
+  // Its first positional input (a tensor), or all of them (a tuple).
+  Proxy input(CallSite site = CallSite()) const;
+  Proxy inputs(CallSite site = CallSite()) const;
+
+  // Moves this module's step cursor one generation step ahead: later
+  // .output()/.input() calls on this path address the next step.
+  Envoy next(CallSite site = CallSite()) const;
+
+  // Children: lm.envoy("model.layers")[5]["mlp"].
+  Envoy operator[](int64_t index) const;
+  Envoy operator[](const std::string& name) const;
+
+ private:
+  friend class LanguageModel;
+  Envoy(const LanguageModel* model, std::string path) : model_(model), path_(std::move(path)) {}
+  Proxy read(const std::string& suffix, CallSite site) const;
+
+  const LanguageModel* model_ = nullptr;
+  std::string path_;
+};
+
+}  // namespace nnsight

@@ -1,0 +1,116 @@
+// LanguageModel: a served model you can trace. It owns an engine (the
+// worker processes too, for multi-process executors), the tokenizer and the
+// model's module tree.
+//
+//   LanguageModel lm(EngineArgs().model("smollm2-135m"));
+//   Saved logits;
+//   TraceResult out = lm.trace("The Eiffel Tower is located in the city of",
+//                              SamplingParams().temperature(0).max_tokens(1),
+//                              [&](Tracer& t) { logits = lm.logits().save(); });
+//   at::Tensor l = out[logits];  // [1, vocab]
+//
+// The body runs once, in the calling thread, and records an intervention
+// graph per invoke; the graphs travel with the requests and run next to the
+// model. trace() blocks; submit() returns a future (any thread may call it).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <future>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nnsight/engine_args.hpp>
+#include <nnsight/envoy.hpp>
+#include <nnsight/request_output.hpp>
+#include <nnsight/sampling_params.hpp>
+#include <nnsight/saved.hpp>
+#include <nnsight/tracer.hpp>
+
+namespace nnsight {
+
+class LLM;
+
+// The outcome of a trace: each invoke's output, and the saved values.
+class TraceResult {
+ public:
+  TraceResult() = default;
+  TraceResult(std::vector<RequestOutput> outputs, std::map<std::string, SavedValue> saves)
+      : outputs_(std::move(outputs)), saves_(std::move(saves)) {}
+
+  // A saved tensor (numbers as 0-d tensors). Throws nnsight::Error when the
+  // save never ran or holds a list.
+  at::Tensor operator[](const Saved& saved) const;
+  // A saved list (save_each, tuples such as an attention output).
+  std::vector<at::Tensor> list(const Saved& saved) const;
+  const SavedValue& value(const Saved& saved) const;
+  bool has(const Saved& saved) const { return saves_.count(saved.name()) > 0; }
+  // Every step's output of each cached module, by path.
+  std::map<std::string, std::vector<at::Tensor>> cache(const CacheHandle& handle) const;
+
+  // One output per invoke with a prompt, in invoke order.
+  const std::vector<RequestOutput>& outputs() const { return outputs_; }
+  const RequestOutput& output(size_t invoke = 0) const;
+  const std::string& text(size_t invoke = 0) const { return output(invoke).text; }
+  const std::map<std::string, SavedValue>& saves() const { return saves_; }
+
+ private:
+  std::vector<RequestOutput> outputs_;
+  std::map<std::string, SavedValue> saves_;
+};
+
+class LanguageModel {
+ public:
+  using Body = std::function<void(Tracer&)>;
+
+  explicit LanguageModel(const EngineArgs& args = EngineArgs());
+  ~LanguageModel();
+  LanguageModel(const LanguageModel&) = delete;
+  LanguageModel& operator=(const LanguageModel&) = delete;
+
+  // A trace of one prompt (the body's reads and writes belong to it).
+  TraceResult trace(const std::string& prompt, const SamplingParams& params, const Body& body,
+                    CallSite site = CallSite());
+  TraceResult trace(const std::vector<int32_t>& prompt_token_ids, const SamplingParams& params, const Body& body,
+                    CallSite site = CallSite());
+  // A trace whose body opens its invokes with tracer.invoke(...).
+  TraceResult trace(const SamplingParams& params, const Body& body, CallSite site = CallSite());
+  // generate: the same as trace (NNsight's name when several tokens are produced).
+  TraceResult generate(const std::string& prompt, const SamplingParams& params, const Body& body,
+                       CallSite site = CallSite());
+  TraceResult generate(const SamplingParams& params, const Body& body, CallSite site = CallSite());
+
+  // Records the body now (in this thread) and returns at once; the result
+  // arrives through the future. Static errors are thrown here.
+  std::future<TraceResult> submit(const std::string& prompt, const SamplingParams& params, const Body& body,
+                                  CallSite site = CallSite());
+  std::future<TraceResult> submit(const std::vector<int32_t>& prompt_token_ids, const SamplingParams& params,
+                                  const Body& body, CallSite site = CallSite());
+  std::future<TraceResult> submit(const SamplingParams& params, const Body& body, CallSite site = CallSite());
+
+  // ---- inside a trace body
+  // A module by Hugging Face path. Throws nnsight::TraceError for an unknown
+  // path, naming the closest known one.
+  Envoy envoy(const std::string& path, CallSite site = CallSite()) const;
+  // The logits row [1, vocab] of the current step (before sampling).
+  Proxy logits(CallSite site = CallSite()) const;
+  // The sampled token [1] of the current step (writable: the engine continues with it).
+  Proxy samples(CallSite site = CallSite()) const;
+
+  // ---- the model
+  std::vector<std::string> module_paths() const;
+  std::string type_name(const std::string& path) const;
+  std::vector<int32_t> encode(const std::string& text, bool add_special_tokens = true) const;
+  std::string decode(const std::vector<int32_t>& ids, bool skip_special_tokens = false) const;
+  LLM& llm();
+
+  struct Impl;
+  Impl& impl() const { return *impl_; }
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace nnsight

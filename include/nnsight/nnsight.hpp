@@ -1,0 +1,16 @@
+// nnsight for C++: everything a user includes.
+#pragma once
+
+#include <nnsight/call_site.hpp>
+#include <nnsight/engine_args.hpp>
+#include <nnsight/envoy.hpp>
+#include <nnsight/error.hpp>
+#include <nnsight/index.hpp>
+#include <nnsight/language_model.hpp>
+#include <nnsight/llm.hpp>
+#include <nnsight/proxy.hpp>
+#include <nnsight/request_output.hpp>
+#include <nnsight/sampling_params.hpp>
+#include <nnsight/saved.hpp>
+#include <nnsight/source_location.hpp>
+#include <nnsight/tracer.hpp>

@@ -1,0 +1,40 @@
+// Envoy (include/nnsight/envoy.hpp).
+#include <nnsight/envoy.hpp>
+#include <nnsight/error.hpp>
+#include <nnsight/language_model.hpp>
+
+#include "front/tracing/trace_recorder.h"
+
+namespace nnsight {
+
+std::string Envoy::type_name() const { return model_ ? model_->type_name(path_) : ""; }
+
+Proxy Envoy::read(const std::string& suffix, CallSite site) const {
+  const SourceLoc loc = site.loc();
+  if (!model_) throw TraceError(loc.str() + ": an empty Envoy is used");
+  auto* rec = tracing::TraceRecorder::current();
+  if (!rec) throw TraceError(loc.str() + ": " + path_ + suffix + " is read outside a trace body");
+  auto b = rec->builder(loc);
+  const dsl::NodeId node = b->get(path_ + suffix, rec->step_for(path_, loc), loc);
+  return Proxy(b, node);
+}
+
+Proxy Envoy::output(CallSite site) const { return read(".output", site); }
+Proxy Envoy::input(CallSite site) const { return read(".input", site); }
+Proxy Envoy::inputs(CallSite site) const { return read(".inputs", site); }
+
+Envoy Envoy::next(CallSite site) const {
+  auto* rec = tracing::TraceRecorder::current();
+  if (!rec) throw TraceError(site.loc().str() + ": envoy.next() outside a trace body");
+  rec->advance(path_, site.loc());
+  return *this;
+}
+
+Envoy Envoy::operator[](int64_t index) const { return (*this)[std::to_string(index)]; }
+
+Envoy Envoy::operator[](const std::string& name) const {
+  if (!model_) throw TraceError("an empty Envoy is used");
+  return model_->envoy(path_.empty() ? name : path_ + "." + name);
+}
+
+}  // namespace nnsight

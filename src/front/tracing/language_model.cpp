@@ -1,0 +1,147 @@
+// LanguageModel (include/nnsight/language_model.hpp): records trace bodies,
+// submits their requests as one group, and assembles the results.
+#include <nnsight/error.hpp>
+#include <nnsight/language_model.hpp>
+#include <nnsight/llm.hpp>
+
+#include <atomic>
+
+#include "front/tracing/trace_recorder.h"
+#include "runner/async_engine.h"
+
+namespace nnsight {
+
+struct LanguageModel::Impl {
+  std::unique_ptr<LLM> llm;
+  std::atomic<uint64_t> next_trace{1};
+
+  const runner::ModelStructure& structure() const { return llm->engine().model_structure(); }
+
+  // Runs the body in this thread, recording; returns the requests to submit.
+  std::vector<runner::RequestInput> record(bool implicit, bool has_prompt, const std::string& prompt,
+                                           const std::vector<int32_t>& ids, const SamplingParams& params,
+                                           const Body& body, const SourceLoc& loc) {
+    params.validate();
+    if (tracing::TraceRecorder::current())
+      throw TraceError(loc.str() + ": a trace cannot be started inside another trace's body");
+    tracing::TraceRecorder rec(structure(), params, next_trace.fetch_add(1));
+    tracing::TraceRecorder::Scope scope(&rec);
+    Tracer tracer(rec);
+    if (implicit) {
+      rec.run_invoke(has_prompt, prompt, ids, params, [&] { body(tracer); }, loc);
+    } else {
+      body(tracer);
+    }
+    return rec.finish(loc);
+  }
+
+  std::future<TraceResult> submit(std::vector<runner::RequestInput> requests) {
+    auto handles = llm->engine().submit_group(std::move(requests));
+    // Deferred: waits (in the caller's thread, at get()) for every request of the trace.
+    return std::async(std::launch::deferred, [handles]() {
+      std::vector<RequestOutput> outs;
+      std::map<std::string, SavedValue> saves;
+      for (const auto& h : handles) outs.push_back(h.result.get());
+      for (const auto& o : outs)
+        if (!o.error.empty()) throw TraceError(o.error);
+      for (auto& o : outs) {
+        for (auto& [name, v] : o.saves) {
+          SavedValue cpu = v;
+          if (cpu.tensor.defined()) cpu.tensor = cpu.tensor.cpu();
+          for (auto& t : cpu.list)
+            if (t.defined()) t = t.cpu();
+          saves[name] = std::move(cpu);
+        }
+        o.saves.clear();
+      }
+      return TraceResult(std::move(outs), std::move(saves));
+    });
+  }
+};
+
+LanguageModel::LanguageModel(const EngineArgs& args) : impl_(std::make_unique<Impl>()) {
+  impl_->llm = std::make_unique<LLM>(args);
+}
+
+LanguageModel::~LanguageModel() = default;
+
+LLM& LanguageModel::llm() { return *impl_->llm; }
+
+TraceResult LanguageModel::trace(const std::string& prompt, const SamplingParams& params, const Body& body,
+                                 CallSite site) {
+  return submit(prompt, params, body, site).get();
+}
+
+TraceResult LanguageModel::trace(const std::vector<int32_t>& ids, const SamplingParams& params, const Body& body,
+                                 CallSite site) {
+  return submit(ids, params, body, site).get();
+}
+
+std::future<TraceResult> LanguageModel::submit(const std::vector<int32_t>& ids, const SamplingParams& params,
+                                               const Body& body, CallSite site) {
+  if (ids.empty()) throw TraceError(site.loc().str() + ": the prompt token ids are empty");
+  return impl_->submit(impl_->record(true, true, "", ids, params, body, site.loc()));
+}
+
+TraceResult LanguageModel::trace(const SamplingParams& params, const Body& body, CallSite site) {
+  return submit(params, body, site).get();
+}
+
+TraceResult LanguageModel::generate(const std::string& prompt, const SamplingParams& params, const Body& body,
+                                    CallSite site) {
+  return trace(prompt, params, body, site);
+}
+
+TraceResult LanguageModel::generate(const SamplingParams& params, const Body& body, CallSite site) {
+  return trace(params, body, site);
+}
+
+std::future<TraceResult> LanguageModel::submit(const std::string& prompt, const SamplingParams& params,
+                                               const Body& body, CallSite site) {
+  return impl_->submit(impl_->record(true, true, prompt, {}, params, body, site.loc()));
+}
+
+std::future<TraceResult> LanguageModel::submit(const SamplingParams& params, const Body& body, CallSite site) {
+  return impl_->submit(impl_->record(false, false, "", {}, params, body, site.loc()));
+}
+
+Envoy LanguageModel::envoy(const std::string& path, CallSite site) const {
+  if (!impl_->structure().find_module(path))
+    throw TraceError(site.loc().str() + ": unknown module path '" + path + "' (did you mean '" +
+                     impl_->structure().closest_path(path) + "'?)");
+  return Envoy(this, path);
+}
+
+namespace {
+Proxy read_key(const std::string& key, const CallSite& site) {
+  const SourceLoc loc = site.loc();
+  auto* rec = tracing::TraceRecorder::current();
+  if (!rec) throw TraceError(loc.str() + ": " + key + " is read outside a trace body");
+  auto b = rec->builder(loc);
+  return Proxy(b, b->get(key, rec->step_for(key, loc), loc));
+}
+}  // namespace
+
+Proxy LanguageModel::logits(CallSite site) const { return read_key("logits", site); }
+Proxy LanguageModel::samples(CallSite site) const { return read_key("samples", site); }
+
+std::vector<std::string> LanguageModel::module_paths() const {
+  std::vector<std::string> out;
+  for (const auto& m : impl_->structure().modules()) out.push_back(m.path);
+  return out;
+}
+
+std::string LanguageModel::type_name(const std::string& path) const {
+  const auto* m = impl_->structure().find_module(path);
+  return m ? m->type_name : "";
+}
+
+std::vector<int32_t> LanguageModel::encode(const std::string& text, bool add_special_tokens) const {
+  return impl_->llm->encode(text, add_special_tokens);
+}
+
+std::string LanguageModel::decode(const std::vector<int32_t>& ids, bool skip_special_tokens) const {
+  return impl_->llm->decode(ids, skip_special_tokens);
+}
+
+}  // namespace nnsight
