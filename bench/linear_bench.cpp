@@ -54,6 +54,10 @@ std::map<std::string, Meta>& registry() {
   static std::map<std::string, Meta> r;
   return r;
 }
+std::vector<std::string>& registration_order() {
+  static std::vector<std::string> r;
+  return r;
+}
 double g_copy_bps = 0;
 
 // The copies of one (shape, dtype) weight; kept while consecutive benchmarks use it.
@@ -109,6 +113,7 @@ void register_all() {
           const std::string name = std::string("linear/") + s.name + "/" + dts + "/M=" + std::to_string(m) +
                                    (ours ? "/ours" : "/at_linear");
           registry()[name] = Meta{s.name, m, s.k, s.n, dts, ours};
+          registration_order().push_back(name);
           const int64_t k = s.k, n = s.n;
           benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& st) { run_linear(st, m, k, n, dt, ours); })
               ->Unit(benchmark::kMicrosecond)
@@ -142,7 +147,8 @@ class TableReporter : public benchmark::ConsoleReporter {
     std::printf("threads: %d\n\n", at::get_num_threads());
     std::printf("| shape [K->N] | M | dtype | ours (us) | at::linear (us) | ours GB/s | at::linear GB/s | ours GFLOP/s | at::linear GFLOP/s | floor | ratio |\n");
     std::printf("|---|---|---|---|---|---|---|---|---|---|---|\n");
-    for (const auto& [name, meta] : registry()) {
+    for (const std::string& name : registration_order()) {
+      const Meta& meta = registry().at(name);
       if (!meta.ours) continue;
       const std::string other = name.substr(0, name.size() - 4) + "at_linear";
       auto a = best_us_.find(name), b = best_us_.find(other);

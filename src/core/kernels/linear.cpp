@@ -7,6 +7,7 @@
 #include <cmath>
 #include <vector>
 
+#include "core/kernels/cpu_features.h"
 #include "core/kernels/linear_tiles.h"
 
 namespace nnsight::kernels {
@@ -31,29 +32,11 @@ constexpr int64_t kWeightBlockBytes = int64_t(256) << 10;
 constexpr int64_t kPrefetchBytes = 2048;
 
 // A thread is woken only for about this much work (in ns, by the model in
-// unit_cost_ns); smaller problems run on the calling thread.
-constexpr double kMinThreadWorkNs = 20000.0;
-
-struct CpuFeatures {
-  bool avx2 = false;         // AVX2 + FMA
-  bool avx512 = false;       // AVX-512 F + BW + VL
-  bool avx512_bf16 = false;  // and AVX512_BF16
-};
-
-const CpuFeatures& cpu_features() {
-  static const CpuFeatures f = [] {
-    CpuFeatures c;
-#if defined(__x86_64__) && defined(__GNUC__)
-    __builtin_cpu_init();
-    c.avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-    c.avx512 = c.avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-               __builtin_cpu_supports("avx512vl");
-    c.avx512_bf16 = c.avx512 && __builtin_cpu_supports("avx512bf16");
-#endif
-    return c;
-  }();
-  return f;
-}
+// unit_cost_ns); smaller problems run on the calling thread. A warm fork-join
+// of LibTorch's OpenMP pool costs about 1.3 us on the reference machine, and
+// even the smallest layer of the default model ([576->192], one row, ~8-15 us)
+// runs faster on both cores.
+constexpr double kMinThreadWorkNs = 4000.0;
 
 // The tiles of `path` for dtype, or nullptr where this build or CPU lacks them.
 const TileSet* tiles_for(LinearPath path, at::ScalarType dtype) {
@@ -76,12 +59,13 @@ const TileSet* tiles_for(LinearPath path, at::ScalarType dtype) {
 inline float to_float(float v) { return v; }
 inline float to_float(uint16_t v) { return detail::float_from_bf16_bits(v); }
 
-// Rough time of one unit of kRowsPerUnit w rows: streaming its weights plus
-// its multiply-adds, at rates a little under one core of the reference machine.
+// Rough time of one unit of kRowsPerUnit w rows on one core of the reference
+// machine: streaming its weights (~25 GB/s) plus its multiply-adds (~100
+// GFLOP/s).
 double unit_cost_ns(int64_t m, int64_t k, int64_t elem_bytes) {
   const double bytes = static_cast<double>(kRowsPerUnit * k * elem_bytes);
   const double flops = 2.0 * static_cast<double>(m * kRowsPerUnit * k);
-  return bytes / 10.0 + flops / 40.0;
+  return bytes / 25.0 + flops / 100.0;
 }
 
 // out[m, n] = sums + bias for all m and n in [n_begin, n_end). T is float or
