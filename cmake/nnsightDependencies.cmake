@@ -23,6 +23,16 @@ add_library(nnsight_private_deps INTERFACE)
 target_link_libraries(nnsight_private_deps INTERFACE
   Boost::context nlohmann_json::nlohmann_json cereal::cereal PkgConfig::PCRE2
   Threads::Threads ${CMAKE_DL_LIBS} rt)
+
+# at::parallel_for is a header template: with LibTorch's OpenMP backend it runs
+# in parallel only in code compiled with OpenMP itself; without the flag every
+# at::parallel_for in this project would run on the calling thread alone.
+find_package(OpenMP)
+if(OpenMP_CXX_FOUND)
+  target_link_libraries(nnsight_private_deps INTERFACE OpenMP::OpenMP_CXX)
+else()
+  message(WARNING "nnsight: no OpenMP; the CPU kernels will run single-threaded")
+endif()
 target_compile_definitions(nnsight_private_deps INTERFACE PCRE2_CODE_UNIT_WIDTH=8)
 
 # Whether this LibTorch was built with CUDA (the pip wheel is; Debian's is not).

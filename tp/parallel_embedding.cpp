@@ -4,6 +4,8 @@
 
 #include <nnsight/error.hpp>
 
+#include "core/kernels/linear.h"
+
 namespace nnsight::tp {
 
 VocabParallelEmbedding::VocabParallelEmbedding(int64_t vocab, int64_t dim, ParallelContext ctx,
@@ -44,7 +46,7 @@ ParallelLMHead::ParallelLMHead(int64_t vocab, int64_t dim, ParallelContext ctx, 
 
 at::Tensor ParallelLMHead::forward(const at::Tensor& hidden) {
   return invoke(hidden, [&](const at::Tensor& in) {
-    at::Tensor y = at::linear(in, weight);  // [S, local_vocab]
+    at::Tensor y = kernels::linear(in, weight, at::Tensor());  // [S, local_vocab]
     if (!ctx_.single()) y = ctx_.group->all_gather(y, -1);
     return y;
   });

@@ -4,6 +4,8 @@
 
 #include <nnsight/error.hpp>
 
+#include "core/kernels/linear.h"
+
 namespace nnsight::tp {
 
 RowRange even_split(int64_t total, const ParallelContext& ctx, const std::string& what) {
@@ -44,7 +46,7 @@ ColumnParallelLinear::ColumnParallelLinear(int64_t in_features, int64_t out_feat
 
 at::Tensor ColumnParallelLinear::forward(const at::Tensor& x) {
   return invoke(x, [&](const at::Tensor& in) {
-    at::Tensor y = at::linear(in, weight, bias);  // [T, local_out]
+    at::Tensor y = kernels::linear(in, weight, bias);  // [T, local_out]
     if (gather_output_ && !ctx_.single()) y = ctx_.group->all_gather(y, -1);
     return y;
   });
@@ -76,8 +78,8 @@ RowParallelLinear::RowParallelLinear(int64_t in_features, int64_t out_features, 
 
 at::Tensor RowParallelLinear::forward(const at::Tensor& x) {
   return invoke(x, [&](const at::Tensor& in) {
-    if (ctx_.single()) return at::linear(in, weight, bias);
-    at::Tensor y = at::linear(in, weight);  // [T, out], partial sum over this rank's columns
+    if (ctx_.single()) return kernels::linear(in, weight, bias);
+    at::Tensor y = kernels::linear(in, weight, at::Tensor());  // [T, out], partial sum over this rank's columns
     ctx_.group->all_reduce_sum(y);
     if (bias.defined()) y.add_(bias);
     return y;

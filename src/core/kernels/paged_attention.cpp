@@ -7,7 +7,10 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <type_traits>
 #include <vector>
+
+#include "core/kernels/row_ops.h"
 
 namespace nnsight::kernels {
 
@@ -21,8 +24,15 @@ void write_kv(KVCache& cache, const at::Tensor& k, const at::Tensor& v,
 
 namespace {
 
+// The storage types with vectorized row operations (row_ops.h).
+template <typename scalar_t>
+constexpr bool kVectorRows = std::is_same_v<scalar_t, float> || std::is_same_v<scalar_t, at::BFloat16>;
+
 // One (sequence, head) pair per work item; each query row of that sequence
 // is computed with a two-pass softmax in float, whatever the storage dtype.
+// Per query row the order of every reduction depends only on head_dim and on
+// the row's own keys (positions 0..p in order), so a token's output does not
+// depend on which other sequences or tokens share the batch.
 template <typename scalar_t>
 void attention_cpu(const at::Tensor& q, const KVCache& cache, const batching::BatchMeta& meta,
                    float scale, at::Tensor& out) {
@@ -38,12 +48,13 @@ void attention_cpu(const at::Tensor& q, const KVCache& cache, const batching::Ba
   const int32_t* bt = meta.block_tables.data_ptr<int32_t>();
   const auto& qs = meta.query_start_host;
   const auto& ctx = meta.context_lens_host;
+  const RowType row_type = std::is_same_v<scalar_t, float> ? RowType::F32 : RowType::BF16;
 
   at::parallel_for(0, num_seqs * num_heads, 1, [&](int64_t begin, int64_t end) {
     // Scratch reused across items of this chunk: query row, scores, output row.
     std::vector<float> qf(static_cast<size_t>(d)), acc(static_cast<size_t>(d));
     std::vector<float> scores;
-    std::vector<const scalar_t*> krows, vrows;
+    std::vector<const void*> krows, vrows;
     for (int64_t item = begin; item < end; ++item) {
       const int64_t s = item / num_heads, h = item % num_heads, g = h / group;
       const int64_t q_begin = qs[s], q_len = qs[s + 1] - qs[s], context = ctx[s];
@@ -63,24 +74,32 @@ void attention_cpu(const at::Tensor& q, const KVCache& cache, const batching::Ba
         const int64_t n_keys = cached + i + 1;  // causal: positions [0, p]
         const scalar_t* qrow = qp + (t * num_heads + h) * d;
         for (int64_t x = 0; x < d; ++x) qf[x] = static_cast<float>(qrow[x]) * scale;
-        float mx = -std::numeric_limits<float>::infinity();
-        for (int64_t j = 0; j < n_keys; ++j) {
-          const scalar_t* krow = krows[j];
-          float dot = 0.f;
-          for (int64_t x = 0; x < d; ++x) dot += qf[x] * static_cast<float>(krow[x]);
-          scores[j] = dot;
-          mx = std::max(mx, dot);
+        if constexpr (kVectorRows<scalar_t>) {
+          dot_rows(qf.data(), krows.data(), row_type, n_keys, d, scores.data());
+        } else {
+          for (int64_t j = 0; j < n_keys; ++j) {
+            const scalar_t* krow = static_cast<const scalar_t*>(krows[j]);
+            float dot = 0.f;
+            for (int64_t x = 0; x < d; ++x) dot += qf[x] * static_cast<float>(krow[x]);
+            scores[j] = dot;
+          }
         }
+        float mx = -std::numeric_limits<float>::infinity();
+        for (int64_t j = 0; j < n_keys; ++j) mx = std::max(mx, scores[j]);
         float sum = 0.f;
         for (int64_t j = 0; j < n_keys; ++j) {
           scores[j] = std::exp(scores[j] - mx);
           sum += scores[j];
         }
         std::fill(acc.begin(), acc.end(), 0.f);
-        for (int64_t j = 0; j < n_keys; ++j) {
-          const float w = scores[j];
-          const scalar_t* vrow = vrows[j];
-          for (int64_t x = 0; x < d; ++x) acc[x] += w * static_cast<float>(vrow[x]);
+        if constexpr (kVectorRows<scalar_t>) {
+          axpy_rows(scores.data(), vrows.data(), row_type, n_keys, d, acc.data());
+        } else {
+          for (int64_t j = 0; j < n_keys; ++j) {
+            const float w = scores[j];
+            const scalar_t* vrow = static_cast<const scalar_t*>(vrows[j]);
+            for (int64_t x = 0; x < d; ++x) acc[x] += w * static_cast<float>(vrow[x]);
+          }
         }
         const float inv = 1.f / sum;
         scalar_t* orow = op + (t * num_heads + h) * d;

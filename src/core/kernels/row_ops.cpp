@@ -1,0 +1,187 @@
+#include "core/kernels/row_ops.h"
+
+#include <cstring>
+
+#include "core/kernels/cpu_features.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#pragma GCC diagnostic ignored "-Wuninitialized"  // GCC bug 105593 (see linear_tiles_avx512.cpp)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+#define NNSIGHT_ROW_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma")))
+#define NNSIGHT_ROW_AVX2 __attribute__((target("avx2,fma")))
+#endif
+
+namespace nnsight::kernels {
+
+namespace {
+
+using DotFn = void (*)(const float*, const void* const*, int64_t, int64_t, float*);
+using AxpyFn = void (*)(const float*, const void* const*, int64_t, int64_t, float*);
+
+// ---- portable: dot products in 8 partial sums (x = p mod 8), tree (p, p+4), (p, p+2), (p, p+1)
+
+inline float widen(float v) { return v; }
+inline float widen(uint16_t b) {
+  const uint32_t u = static_cast<uint32_t>(b) << 16;
+  float f;
+  std::memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+template <typename T>
+void dot_portable(const float* q, const void* const* rows, int64_t n, int64_t d, float* out) {
+  for (int64_t j = 0; j < n; ++j) {
+    const T* r = static_cast<const T*>(rows[j]);
+    float p[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
+    for (int64_t x = 0; x < d; ++x) p[x % 8] += q[x] * widen(r[x]);
+    out[j] = ((p[0] + p[4]) + (p[2] + p[6])) + ((p[1] + p[5]) + (p[3] + p[7]));
+  }
+}
+
+template <typename T>
+void axpy_portable(const float* w, const void* const* rows, int64_t n, int64_t d, float* acc) {
+  for (int64_t j = 0; j < n; ++j) {
+    const T* r = static_cast<const T*>(rows[j]);
+    for (int64_t x = 0; x < d; ++x) acc[x] += w[j] * widen(r[x]);
+  }
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+
+// ---- AVX2: 8 lanes (x = l mod 8), one FMA per 8 elements, tree (l, l+4), (l, l+2), (l, l+1)
+
+NNSIGHT_ROW_AVX2 inline __m256i lanes_below(int64_t n) {
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+template <typename T>
+NNSIGHT_ROW_AVX2 inline __m256 load8(const T* p, int64_t n) {  // n in [1, 8]; zeros past n
+  if constexpr (sizeof(T) == 4) {
+    return n == 8 ? _mm256_loadu_ps(p) : _mm256_maskload_ps(p, lanes_below(n));
+  } else {
+    __m128i h;
+    if (n == 8) {
+      h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    } else {
+      uint16_t buf[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+      std::memcpy(buf, p, static_cast<size_t>(n) * sizeof(uint16_t));
+      h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(buf));
+    }
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+  }
+}
+
+NNSIGHT_ROW_AVX2 inline float hsum8(__m256 v) {
+  const __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  const __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
+  return _mm_cvtss_f32(_mm_add_ss(s2, _mm_shuffle_ps(s2, s2, 1)));
+}
+
+template <typename T>
+NNSIGHT_ROW_AVX2 void dot_avx2(const float* q, const void* const* rows, int64_t n, int64_t d, float* out) {
+  for (int64_t j = 0; j < n; ++j) {
+    const T* r = static_cast<const T*>(rows[j]);
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t x = 0; x < d; x += 8) {
+      const int64_t m = d - x < 8 ? d - x : 8;
+      const __m256 qv = m == 8 ? _mm256_loadu_ps(q + x) : _mm256_maskload_ps(q + x, lanes_below(m));
+      acc = _mm256_fmadd_ps(qv, load8(r + x, m), acc);
+    }
+    out[j] = hsum8(acc);
+  }
+}
+
+template <typename T>
+NNSIGHT_ROW_AVX2 void axpy_avx2(const float* w, const void* const* rows, int64_t n, int64_t d, float* acc) {
+  for (int64_t x = 0; x < d; x += 8) {
+    const int64_t m = d - x < 8 ? d - x : 8;
+    const __m256i mask = lanes_below(m);
+    __m256 a = _mm256_maskload_ps(acc + x, mask);
+    for (int64_t j = 0; j < n; ++j)
+      a = _mm256_fmadd_ps(_mm256_set1_ps(w[j]), load8(static_cast<const T*>(rows[j]) + x, m), a);
+    _mm256_maskstore_ps(acc + x, mask, a);
+  }
+}
+
+// ---- AVX-512: 16 lanes (x = l mod 16), one FMA per 16 elements, tree (l, l+8), (l, l+4), (l, l+2), (l, l+1)
+
+template <typename T>
+NNSIGHT_ROW_AVX512 inline __m512 load16(const T* p, __mmask16 m) {
+  if constexpr (sizeof(T) == 4) {
+    return _mm512_maskz_loadu_ps(m, p);
+  } else {
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, p)), 16));
+  }
+}
+
+NNSIGHT_ROW_AVX512 inline float hsum16(__m512 v) {
+  const __m256 lo = _mm512_castps512_ps256(v);
+  const __m256 hi = _mm512_castps512_ps256(_mm512_shuffle_f32x4(v, v, _MM_SHUFFLE(3, 2, 3, 2)));
+  const __m256 s8 = _mm256_add_ps(lo, hi);
+  const __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps(s8, 1));
+  const __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
+  return _mm_cvtss_f32(_mm_add_ss(s2, _mm_shuffle_ps(s2, s2, 1)));
+}
+
+NNSIGHT_ROW_AVX512 inline __mmask16 mask_below(int64_t n) {
+  return n >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << n) - 1u);
+}
+
+template <typename T>
+NNSIGHT_ROW_AVX512 void dot_avx512(const float* q, const void* const* rows, int64_t n, int64_t d, float* out) {
+  for (int64_t j = 0; j < n; ++j) {
+    const T* r = static_cast<const T*>(rows[j]);
+    __m512 acc = _mm512_setzero_ps();
+    for (int64_t x = 0; x < d; x += 16) {
+      const __mmask16 m = mask_below(d - x);
+      acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, q + x), load16(r + x, m), acc);
+    }
+    out[j] = hsum16(acc);
+  }
+}
+
+template <typename T>
+NNSIGHT_ROW_AVX512 void axpy_avx512(const float* w, const void* const* rows, int64_t n, int64_t d, float* acc) {
+  for (int64_t x = 0; x < d; x += 16) {
+    const __mmask16 m = mask_below(d - x);
+    __m512 a = _mm512_maskz_loadu_ps(m, acc + x);
+    for (int64_t j = 0; j < n; ++j)
+      a = _mm512_fmadd_ps(_mm512_set1_ps(w[j]), load16(static_cast<const T*>(rows[j]) + x, m), a);
+    _mm512_mask_storeu_ps(acc + x, m, a);
+  }
+}
+
+#endif
+
+struct RowFns {
+  DotFn dot[2];
+  AxpyFn axpy[2];  // [RowType]
+};
+
+const RowFns& row_fns() {
+  static const RowFns fns = [] {
+    RowFns f{{&dot_portable<float>, &dot_portable<uint16_t>}, {&axpy_portable<float>, &axpy_portable<uint16_t>}};
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (cpu_features().avx512) {
+      f = RowFns{{&dot_avx512<float>, &dot_avx512<uint16_t>}, {&axpy_avx512<float>, &axpy_avx512<uint16_t>}};
+    } else if (cpu_features().avx2) {
+      f = RowFns{{&dot_avx2<float>, &dot_avx2<uint16_t>}, {&axpy_avx2<float>, &axpy_avx2<uint16_t>}};
+    }
+#endif
+    return f;
+  }();
+  return fns;
+}
+
+}  // namespace
+
+void dot_rows(const float* q, const void* const* rows, RowType type, int64_t n, int64_t d, float* out) {
+  row_fns().dot[static_cast<int>(type)](q, rows, n, d, out);
+}
+
+void axpy_rows(const float* w, const void* const* rows, RowType type, int64_t n, int64_t d, float* acc) {
+  row_fns().axpy[static_cast<int>(type)](w, rows, n, d, acc);
+}
+
+}  // namespace nnsight::kernels

@@ -1,0 +1,53 @@
+// Paged attention: a sequence's output rows are bitwise the same whether it
+// runs alone or with other sequences in the batch (and whatever the thread count).
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <vector>
+
+#include "batching/batch_meta.h"
+#include "core/kernels/paged_attention.h"
+#include "core/kv_cache.h"
+
+namespace nnsight {
+namespace {
+
+bool bitwise_equal(const at::Tensor& a, const at::Tensor& b) {
+  at::Tensor ac = a.contiguous(), bc = b.contiguous();
+  return ac.sizes() == bc.sizes() && std::memcmp(ac.data_ptr(), bc.data_ptr(), static_cast<size_t>(ac.nbytes())) == 0;
+}
+
+void check(at::ScalarType dt, int64_t d) {
+  at::manual_seed(11);
+  const int64_t heads = 5, kvh = 1, bs = 4;
+  KVCache cache = KVCache::allocate(16, bs, kvh, d, dt);
+  cache.key.normal_();
+  cache.value.normal_();
+  // Sequence A: 3 cached tokens + 4 new, in blocks {5, 2}. B and C around it.
+  const batching::SeqSlot a{3, 4, {5, 2}, true};
+  const batching::SeqSlot b{0, 6, {0, 7}, true}, c{9, 1, {1, 3, 4}, true};
+  at::Tensor qa = at::randn({4, heads, d}).to(dt);
+  at::Tensor qb = at::randn({6, heads, d}).to(dt), qc = at::randn({1, heads, d}).to(dt);
+  const int saved = at::get_num_threads();
+  at::set_num_threads(1);
+  at::Tensor alone = kernels::paged_attention(qa, cache, batching::build_batch_meta({a}, bs), 0.3);
+  for (int threads : {1, 2}) {
+    at::set_num_threads(threads);
+    at::Tensor q = at::cat({qb, qa, qc}, 0);
+    at::Tensor out = kernels::paged_attention(q, cache, batching::build_batch_meta({b, a, c}, bs), 0.3);
+    EXPECT_TRUE(bitwise_equal(out.narrow(0, 6, 4), alone))
+        << c10::toString(dt) << " d=" << d << " threads=" << threads << " max difference "
+        << (out.narrow(0, 6, 4).to(at::kDouble) - alone.to(at::kDouble)).abs().max().item<double>();
+  }
+  at::set_num_threads(saved);
+}
+
+TEST(PagedAttention, BitwiseBatchInvariant) {
+  for (at::ScalarType dt : {at::kFloat, at::kBFloat16})
+    for (int64_t d : {8, 16, 20, 64}) check(dt, d);
+}
+
+}  // namespace
+}  // namespace nnsight
