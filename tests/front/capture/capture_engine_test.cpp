@@ -294,7 +294,9 @@ TEST(Capture, CompressedRecordsHaveTheTruncatedSvdError) {
     const double total = x.pow(2).sum().item<double>();
     EXPECT_NEAR(err2, tail, 1e-4 * total + 1e-8) << "step " << step << " with " << n << " rows";
     for (const auto& r : records)
-      if (ref.engine_step.at(key_of(r)) == step) EXPECT_EQ(r.reconstructed, n > k);
+      if (ref.engine_step.at(key_of(r)) == step) {
+        EXPECT_EQ(r.reconstructed, n > k);
+      }
     if (tail > 1e-6 * total) ++lossy;
   }
   EXPECT_GT(lossy, 0) << "some blocks must have had more than rank " << k;
