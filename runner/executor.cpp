@@ -1,6 +1,7 @@
 #include "runner/executor.h"
 
 #include <ATen/Parallel.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <thread>
@@ -11,8 +12,12 @@
 
 namespace nnsight::runner {
 
-std::unique_ptr<Executor> make_executor(const EngineArgs& args) {
-  args.validate();
+std::unique_ptr<Executor> make_executor(const EngineArgs& engine_args) {
+  engine_args.validate();
+  // Every worker must name shared resources (capture segments) alike: the
+  // default engine id is this, the engine's, process id.
+  EngineArgs args = engine_args;
+  if (args.engine_id().empty()) args.engine_id(std::to_string(::getpid()));
   if (args.executor() == "mp" || args.tensor_parallel_size() > 1) return std::make_unique<MultiProcExecutor>(args);
   // LibTorch's default intra-op thread count is not always the core count
   // (Debian's build starts at 1): "0 = all cores" is applied here.

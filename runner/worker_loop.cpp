@@ -22,7 +22,7 @@ int run_worker(int fd, int rank) {
     decode(payload, init);
     if (init.num_threads > 0) at::set_num_threads(static_cast<int>(init.num_threads));
     c10::InferenceMode guard;
-    runner = build_model_runner(init.args, tp::ParallelContext{});
+    runner = build_model_runner(init.args, tp::ParallelContext{}, init.rank, init.world_size);
     WorkerReady ready{runner->config().num_blocks, runner->model().config(), runner->structure()};
     if (!send_message(fd, MessageType::kReady, encode(ready))) return 3;
   } catch (const WorkerError&) {

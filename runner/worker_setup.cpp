@@ -53,7 +53,8 @@ RunnerConfig runner_config_for(const EngineArgs& args, const CausalLM& model) {
   return rc;
 }
 
-std::unique_ptr<ModelRunner> build_model_runner(const EngineArgs& args, const tp::ParallelContext& ctx) {
+std::unique_ptr<ModelRunner> build_model_runner(const EngineArgs& args, const tp::ParallelContext& ctx,
+                                                int worker_rank, int world_size) {
   args.validate();
   const std::string path = resolve_model_path(args.model());
   auto source = open_weights(path);
@@ -68,7 +69,8 @@ std::unique_ptr<ModelRunner> build_model_runner(const EngineArgs& args, const tp
   RunnerConfig rc = runner_config_for(args, *model);
   rc.is_driver = ctx.rank() == 0;
   auto runner = std::make_unique<ModelRunner>(std::move(model), rc);
-  RunnerExtensionContext ext{*runner, args, ctx.rank(), ctx.world_size()};
+  RunnerExtensionContext ext{*runner, args, worker_rank >= 0 ? worker_rank : ctx.rank(),
+                             world_size >= 0 ? world_size : ctx.world_size()};
   apply_runner_extensions(ext);
   return runner;
 }

@@ -24,6 +24,10 @@ int64_t max_model_len_for(const EngineArgs& args, const ModelConfig& config);
 RunnerConfig runner_config_for(const EngineArgs& args, const CausalLM& model);
 
 // Resolves args.model, loads this rank's shard and builds its runner.
-std::unique_ptr<ModelRunner> build_model_runner(const EngineArgs& args, const tp::ParallelContext& ctx);
+// `worker_rank` / `world_size` (when >= 0) are what runner extensions see as
+// the worker's place, for workers whose ParallelContext is not (yet) the
+// tensor-parallel group they belong to.
+std::unique_ptr<ModelRunner> build_model_runner(const EngineArgs& args, const tp::ParallelContext& ctx,
+                                                int worker_rank = -1, int world_size = -1);
 
 }  // namespace nnsight::runner

@@ -69,7 +69,8 @@ class EngineArgs {
 
   // ---- looking inside the served model
   // SGLang-style forward hooks: a JSON list of {"name", "target_modules": [globs],
-  // "hook_factory": "module:factory", "config": {...}} attached at start-up (docs/hooks.md).
+  // "hook_factory": "module:factory", "config": {...}} attached at start-up, or the
+  // path of a file holding it (docs/hooks.md).
   const std::string& forward_hooks() const { return forward_hooks_; }
   EngineArgs& forward_hooks(std::string json) { forward_hooks_ = std::move(json); return *this; }
   // Single-pass activation capture into shared memory (docs/capture.md). Unset

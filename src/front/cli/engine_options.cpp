@@ -1,13 +1,18 @@
 #include "front/cli/engine_options.h"
 
+#include "front/hooks/hook_specs.h"
+
 namespace nnsight::cli {
 
 std::vector<std::string> engine_option_names() {
   return {"dtype", "device", "seed-engine", "executor", "tensor-parallel-size", "threads", "max-num-seqs",
-          "max-num-batched-tokens", "kv-cache-mb", "block-size"};
+          "max-num-batched-tokens", "kv-cache-mb", "block-size", "forward-hooks", "engine-id", "capture-layers",
+          "capture-sample-rate", "capture-compression-k", "capture-buffer-gb"};
 }
 
-std::vector<std::string> engine_flag_names() { return {"no-prefix-caching", "no-chunked-prefill", "no-progress"}; }
+std::vector<std::string> engine_flag_names() {
+  return {"no-prefix-caching", "no-chunked-prefill", "no-progress", "capture"};
+}
 
 EngineArgs engine_args_from(const CliArgs& a) {
   EngineArgs e;
@@ -25,6 +30,17 @@ EngineArgs engine_args_from(const CliArgs& a) {
   e.enable_prefix_caching(!a.has("no-prefix-caching"));
   e.enable_chunked_prefill(!a.has("no-chunked-prefill"));
   e.show_progress(!a.has("no-progress"));
+  if (a.has("forward-hooks")) {
+    // Read a file here so a malformed one fails before the model loads; the
+    // engine (and its workers) get the JSON text.
+    e.forward_hooks(hooks::load_hook_specs(a.get("forward-hooks")).dump());
+  }
+  if (a.has("engine-id")) e.engine_id(a.get("engine-id"));
+  if (a.has("capture")) e.capture_enabled(true);
+  if (a.has("capture-layers")) e.capture_layers(a.get("capture-layers"));
+  if (a.has("capture-sample-rate")) e.capture_sample_rate(a.get_double("capture-sample-rate", 1.0));
+  if (a.has("capture-compression-k")) e.capture_compression_k(a.get_int("capture-compression-k", 0));
+  if (a.has("capture-buffer-gb")) e.capture_buffer_size_gb(a.get_double("capture-buffer-gb", 0.25));
   e.validate();
   return e;
 }

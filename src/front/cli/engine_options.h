@@ -13,7 +13,10 @@
   "  --dtype float32|bfloat16   --device cpu|cuda   --seed-engine S\n"                    \
   "  --executor inproc|mp   --tensor-parallel-size N   --threads N\n"                    \
   "  --max-num-seqs N   --max-num-batched-tokens N   --kv-cache-mb N   --block-size N\n" \
-  "  --no-prefix-caching   --no-chunked-prefill   --no-progress\n"
+  "  --no-prefix-caching   --no-chunked-prefill   --no-progress\n"                        \
+  "  --forward-hooks FILE|JSON   hook specs (docs/hooks.md)   --engine-id ID\n"          \
+  "  --capture   --capture-layers 0,5,10-12   --capture-sample-rate F\n"                 \
+  "  --capture-compression-k K   --capture-buffer-gb G   (docs/capture.md)\n"
 
 namespace nnsight::cli {
 

@@ -1,6 +1,7 @@
 // nnsight: command-line front of the library.
 //   nnsight generate --model M --prompt P [...]
 //   nnsight bench --model M --num-prompts N --input-len I --output-len O [...]
+//   nnsight capture-read --engine-id ID [--rank R] [--request ID] [--since SEQ] [--follow]
 #include <cstdio>
 #include <cstring>
 #include <exception>
@@ -17,6 +18,7 @@ void usage() {
                "commands:\n"
                "  generate   generate text from a prompt (or a file of prompts)\n"
                "  bench      measure prefill/decode throughput and latency\n"
+               "  capture-read  print activations a running engine captures (docs/capture.md)\n"
                "run 'nnsight <command> --help' for its options\n");
 }
 }  // namespace
@@ -30,6 +32,7 @@ int main(int argc, char** argv) {
   try {
     if (cmd == "generate") return nnsight::cli::generate_command(argc, argv);
     if (cmd == "bench") return nnsight::cli::bench_command(argc, argv);
+    if (cmd == "capture-read") return nnsight::cli::capture_read_command(argc, argv);
     std::fprintf(stderr, "nnsight: unknown command '%s'\n", cmd.c_str());
     usage();
     return 2;
