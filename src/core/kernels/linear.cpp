@@ -18,8 +18,8 @@ using detail::TileArgs;
 using detail::TileKernel;
 using detail::TileSet;
 
-// Threads split N in units of this many w rows: a multiple of every tile's nr
-// (8, 6, 4, 3), so only the last unit of N ends in a partial tile.
+// Threads split N in units of this many w rows (one contiguous range per
+// thread, which run_columns then cuts into streams).
 constexpr int64_t kRowsPerUnit = 24;
 
 // With more rows of x than one tile holds, w is walked in blocks of about this
