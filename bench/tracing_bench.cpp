@@ -1,8 +1,8 @@
 // tracing_bench: what tracing costs, each as a ratio to the untraced run
 // measured in the same process, alternating the variants so machine noise
 // hits them alike.
-//   1. fixed overhead of a 1-token trace saving the logits (tiny model, so
-//      the microseconds are visible), in microseconds added per request;
+//   1. fixed overhead of a 1-token trace saving the logits (a tiny random
+//      model, so the microseconds are visible), in microseconds added;
 //   2. decode throughput of the default model with 16 concurrent requests:
 //      untraced / each trace saving one layer every step / all 30 layers /
 //      steering (adding a vector to one layer) every step;
@@ -10,6 +10,7 @@
 //      against a call without it (Module::invoke vs the body alone).
 //
 //   tracing_bench [--model PATH] [--requests 16] [--tokens 32] [--reps 3]
+//                 [--only 1|2|3] [--overhead-reps 2000]
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 
@@ -23,6 +24,10 @@
 
 #include "core/module.h"
 #include "support/bench_support.h"
+#include "support/scratch_dir.h"
+#include "support/tiny_checkpoint.h"
+#include "support/tiny_engine.h"
+#include "support/tiny_models.h"
 
 using namespace nnsight;
 using clock_type = std::chrono::steady_clock;
@@ -49,18 +54,20 @@ class Plain : public Module {
 
 int main(int argc, char** argv) {
   std::string model_path = bench::default_model_path();
-  int64_t requests = 16, tokens = 32, reps = 3;
+  int64_t requests = 16, tokens = 32, reps = 3, only = 0, overhead_reps = 2000;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i], v = argv[i + 1];
     if (a == "--model") model_path = v;
     else if (a == "--requests") requests = std::stoll(v);
     else if (a == "--tokens") tokens = std::stoll(v);
     else if (a == "--reps") reps = std::stoll(v);
+    else if (a == "--only") only = std::stoll(v);  // run one section (1, 2 or 3)
+    else if (a == "--overhead-reps") overhead_reps = std::stoll(v);
   }
   at::set_num_threads(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
 
   // ---- 3. the hook branch
-  {
+  if (only == 0 || only == 3) {
     Plain m;
     at::Tensor x = at::zeros({1});
     const int n = 2'000'000;
@@ -78,32 +85,39 @@ int main(int argc, char** argv) {
                 with_branch * 1e9, without * 1e9, (with_branch - without) * 420 * 1e6);
   }
 
-  LanguageModel lm(EngineArgs().model(model_path).show_progress(false).max_num_seqs(64).enable_prefix_caching(false));
-  const int64_t vocab = 49152, hidden = 576;
-  std::mt19937_64 rng(3);
-
-  // ---- 1. fixed overhead of a one-token trace saving the logits
-  {
-    auto p = random_prompt(rng, 4, vocab);
+  // ---- 1. fixed overhead of a one-token trace saving the logits, on a tiny
+  // random Llama served in process: its forward takes tens of microseconds,
+  // so what tracing adds is not lost in the model's own time.
+  if (only == 0 || only == 1) {
+    testing::ScratchDir dir;
+    auto tiny = testing::tiny_llama();
+    testing::write_hf_checkpoint(dir.path(), *tiny);
+    LanguageModel small(EngineArgs().model(dir.path()).kv_cache_memory_mb(16).show_progress(false));
+    const std::vector<int32_t> p = {5, 9, 13, 17};
     auto params = SamplingParams().temperature(0).max_tokens(1);
     std::vector<double> plain, traced;
-    for (int r = 0; r < 30; ++r) {
+    for (int64_t r = 0; r < overhead_reps + 100; ++r) {
       auto t0 = clock_type::now();
-      lm.llm().submit(p, params).result.get();
-      plain.push_back(since(t0));
+      small.llm().submit(p, params).result.get();
+      if (r >= 100) plain.push_back(since(t0));
       Saved s;
       t0 = clock_type::now();
-      lm.trace(p, params, [&](Tracer&) { s = lm.logits().save(); });
-      traced.push_back(since(t0));
+      small.trace(p, params, [&](Tracer&) { s = small.logits().save(); });
+      if (r >= 100) traced.push_back(since(t0));
     }
     std::sort(plain.begin(), plain.end());
     std::sort(traced.begin(), traced.end());
     const double a = plain[plain.size() / 2], b = traced[traced.size() / 2];
-    std::printf("one-token request (median of 30): untraced %.1f us, traced saving logits %.1f us: +%.1f us (ratio %.3f)\n",
-                a * 1e6, b * 1e6, (b - a) * 1e6, b / a);
+    std::printf("one-token request, tiny model (median of %zu, alternating): untraced %.1f us, traced saving "
+                "logits %.1f us: +%.1f us (ratio %.3f)\n",
+                plain.size(), a * 1e6, b * 1e6, (b - a) * 1e6, b / a);
   }
 
   // ---- 2. decode throughput with concurrent traces
+  if (only != 0 && only != 2) return 0;
+  LanguageModel lm(EngineArgs().model(model_path).show_progress(false).max_num_seqs(64).enable_prefix_caching(false));
+  const int64_t vocab = 49152, hidden = 576;
+  std::mt19937_64 rng(3);
   std::vector<std::vector<int32_t>> prompts;
   for (int64_t i = 0; i < requests; ++i) prompts.push_back(random_prompt(rng, 32, vocab));
   const auto params = SamplingParams().temperature(0).max_tokens(tokens).ignore_eos(true);
