@@ -21,6 +21,9 @@
 
 #include <nnsight/error.hpp>
 
+#include "core/model_path.h"
+#include "core/weight_source.h"
+#include "models/causal_lm.h"
 #include "runner/tcp_endpoint.h"
 #include "runner/worker_error.h"
 
@@ -83,6 +86,18 @@ MultiProcExecutor::MultiProcExecutor(const EngineArgs& args) : args_(args) {
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   const int64_t threads = args_.num_threads() > 0 ? args_.num_threads() : std::max<int64_t>(1, cores / world);
   const bool by_hand = !args_.worker_addresses().empty();
+  // Workers this engine starts read this very file: refuse a size that does
+  // not divide the model before starting any (workers started by hand, maybe
+  // elsewhere, check their own copy).
+  if (!by_hand && world > 1) {
+    const std::string path = resolve_model_path(args_.model());
+    try {
+      check_tensor_parallel(open_weights(path)->config(), world);
+    } catch (const ConfigError& e) {
+      throw ConfigError("cannot split " + path + " over " + std::to_string(world) + " tensor-parallel ranks: " +
+                        e.what());
+    }
+  }
   if (!args_.tp_rendezvous().empty()) {
     rendezvous_ = args_.tp_rendezvous();
   } else if (by_hand && world > 1) {

@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <exception>
 
+#include "core/model_path.h"
+#include "core/weight_source.h"
 #include "runner/wire.h"
 #include "runner/worker_error.h"
 #include "runner/worker_setup.h"
@@ -26,6 +28,9 @@ int run_worker(int fd, int64_t threads_override) {
     if (threads > 0) at::set_num_threads(static_cast<int>(threads));
     c10::InferenceMode guard;
     EngineArgs args = init.args;
+    // A size that does not divide the model fails here, before any rank
+    // waits for the others.
+    check_tensor_parallel(open_weights(resolve_model_path(args.model()))->config(), init.world_size);
     tp::ParallelContext ctx = join_tensor_parallel_group(args, init.rank, init.world_size, init.rendezvous);
     runner = build_model_runner(args, ctx);
     WorkerReady ready{runner->config().num_blocks, runner->model().config(), runner->structure()};

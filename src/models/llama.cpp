@@ -11,12 +11,10 @@
 
 namespace nnsight {
 
-namespace {
-
 // Every rank's KV heads: an even split when there are at least as many KV
 // heads as ranks, else one replicated head shared by world/kv_heads ranks
 // (rank r's query heads then all map to KV head r / (world / kv_heads)).
-tp::ShardLayout kv_head_layout(const ModelConfig& cfg, int world) {
+tp::ShardLayout llama_kv_head_layout(const ModelConfig& cfg, int world) {
   const int64_t kvh = cfg.num_kv_heads;
   if (kvh >= world) return tp::ShardLayout::even(kvh, world, "number of key/value heads");
   if (world % kvh != 0) {
@@ -28,8 +26,6 @@ tp::ShardLayout kv_head_layout(const ModelConfig& cfg, int world) {
   });
 }
 
-}  // namespace
-
 LlamaAttention::LlamaAttention(const ModelConfig& cfg, const tp::ParallelContext& ctx,
                                const at::TensorOptions& opts,
                                std::shared_ptr<const kernels::RotaryEmbedding> rotary)
@@ -37,7 +33,7 @@ LlamaAttention::LlamaAttention(const ModelConfig& cfg, const tp::ParallelContext
   set_output_tuple_size(2);
   const int64_t d = cfg.head_dim, hidden = cfg.hidden_size;
   const tp::ShardLayout heads = tp::ShardLayout::even(cfg.num_heads, ctx.world_size(), "number of attention heads");
-  const tp::ShardLayout kv = kv_head_layout(cfg, ctx.world_size());
+  const tp::ShardLayout kv = llama_kv_head_layout(cfg, ctx.world_size());
   local_heads_ = heads.local_size();
   local_kv_heads_ = kv.local_size();
   scale_ = 1.0 / std::sqrt(static_cast<double>(d));
