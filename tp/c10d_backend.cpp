@@ -11,6 +11,7 @@
 //     it and sets NNSIGHT_HAVE_GLOO / NNSIGHT_HAVE_C10D accordingly.
 #include <ATen/ATen.h>
 #include <torch/version.h>
+#include <c10/core/InferenceMode.h>
 
 #include <cstdlib>
 
@@ -129,7 +130,13 @@ class GlooProcessGroup final : public ProcessGroup {
   at::Tensor all_gather(const at::Tensor& t, int64_t dim) override {
     std::vector<at::Tensor> in{t.contiguous()};
     std::vector<std::vector<at::Tensor>> out(1);
-    for (int r = 0; r < world_; ++r) out[0].push_back(at::empty_like(in[0]));
+    {
+      // Gloo copies into the outputs on its own thread, where InferenceMode
+      // is off and in-place writes to inference tensors are refused: the
+      // outputs must be ordinary tensors.
+      c10::InferenceMode off(false);
+      for (int r = 0; r < world_; ++r) out[0].push_back(at::empty_like(in[0]));
+    }
     run("all-gather", [&] { return pg_->allgather(out, in); });
     return at::cat(out[0], dim);
   }
