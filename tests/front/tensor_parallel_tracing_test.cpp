@@ -6,6 +6,7 @@
 #include <signal.h>
 
 #include <chrono>
+#include <cstdio>
 
 #include <nnsight/nnsight.hpp>
 
@@ -38,11 +39,12 @@ struct Arch {
 Arch llama() {
   Arch a{testing::tiny_tp_llama_config(), {}};  // 4 heads, 2 KV heads, MLP 48
   a.battery.prompts = {prompt(1, 7, 96), prompt(2, 5, 96)};
-  a.battery.reads = {"model.layers.1.self_attn.q_proj.output", "model.layers.1.self_attn.k_proj.output",
-                     "model.layers.1.self_attn.v_proj.output", "model.layers.1.self_attn.o_proj.input",
-                     "model.layers.1.self_attn.o_proj.output", "model.layers.1.mlp.up_proj.output",
-                     "model.layers.1.mlp.act_fn.output", "model.layers.1.mlp.down_proj.input",
-                     "model.layers.1.mlp.down_proj.output", "model.layers.1.output", "lm_head.output"};
+  a.battery.reads = {"model.layers.1.self_attn.q_proj.input",  "model.layers.1.self_attn.q_proj.output",
+                     "model.layers.1.self_attn.k_proj.output", "model.layers.1.self_attn.v_proj.output",
+                     "model.layers.1.self_attn.o_proj.input",  "model.layers.1.self_attn.o_proj.output",
+                     "model.layers.1.mlp.up_proj.output",      "model.layers.1.mlp.act_fn.output",
+                     "model.layers.1.mlp.down_proj.input",     "model.layers.1.mlp.down_proj.output",
+                     "model.layers.1.output",                  "lm_head.output"};
   a.battery.scaled_output = "model.layers.0.self_attn.q_proj";
   a.battery.halved_input = "model.layers.0.self_attn.o_proj";
   a.battery.up = "model.layers.0.mlp.up_proj";
@@ -104,7 +106,9 @@ TEST_P(TensorParallelTracing, SameTokensAndTracesAsOneRank) {
   LanguageModel lm(args_for(ref.dir->path(), tp));
   EXPECT_EQ(greedy_outputs(lm, ref.arch), ref.greedy);
   auto got = testing::run_trace_battery(lm, ref.arch.battery);
-  testing::expect_same_results(ref.results, got, 1e-4);
+  const double worst = testing::expect_same_results(ref.results, got, 1e-4);
+  RecordProperty("max_abs_diff", std::to_string(worst));
+  std::printf("%s TP=%d vs TP=1: max abs diff %.3g over %zu results\n", arch.c_str(), tp, worst, got.size());
   // Interventions saw whole tensors: the MLP's column-parallel output has
   // every column, K/V every KV head once (2 x 8 at 4 ranks too).
   const int64_t inter = ref.arch.config.intermediate_size;

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 namespace nnsight::testing {
 
 namespace {
@@ -58,20 +60,23 @@ std::map<std::string, at::Tensor> run_trace_battery(LanguageModel& lm, const Tra
   // 3. Writes of an output and an input, a seeded random perturbation, and
   //    replaced samples; then the generation continues from them.
   {
-    Saved scaled, halved, logits;
+    Saved scaled, halved, shrunk, logits;
     auto out = lm.trace(b.prompts[1], greedy(3), [&](Tracer& t) {
       t.iter(0, 2, [&](const Step& s) {
         lm.envoy(b.scaled_output).output() = lm.envoy(b.scaled_output).output() * 1.5;
         scaled = lm.envoy(b.scaled_output).output().save_each();
         lm.envoy(b.halved_input).input()[{Slice(), Slice(0, 8)}] = 0;
         halved = lm.envoy(b.halved_input).input().save_each();
+        lm.envoy(b.halved_input).output() = lm.envoy(b.halved_input).output() * 0.9;
+        shrunk = lm.envoy(b.halved_input).output().save_each();
         Proxy h = lm.envoy(b.up).output();
         lm.envoy(b.up).output() = h + randn_like(h, 11) * 0.1;
         logits = lm.logits().save_each();
         t.cond(s.index == 1, [&] { lm.samples() = at::full({1}, b.replacement_token, at::kLong); });
       });
     });
-    auto a = out.list(scaled), h = out.list(halved), l = out.list(logits);
+    auto a = out.list(scaled), h = out.list(halved), o = out.list(shrunk), l = out.list(logits);
+    for (size_t s = 0; s < o.size(); ++s) r["write/shrunk/" + std::to_string(s)] = o[s];
     for (size_t s = 0; s < a.size(); ++s) r["write/scaled/" + std::to_string(s)] = a[s];
     for (size_t s = 0; s < h.size(); ++s) r["write/halved/" + std::to_string(s)] = h[s];
     for (size_t s = 0; s < l.size(); ++s) r["write/logits/" + std::to_string(s)] = l[s];
@@ -80,21 +85,30 @@ std::map<std::string, at::Tensor> run_trace_battery(LanguageModel& lm, const Tra
   return r;
 }
 
-void expect_same_results(const std::map<std::string, at::Tensor>& expected,
-                         const std::map<std::string, at::Tensor>& got, double tolerance) {
-  ASSERT_EQ(expected.size(), got.size());
+double expect_same_results(const std::map<std::string, at::Tensor>& expected,
+                           const std::map<std::string, at::Tensor>& got, double tolerance) {
+  double worst = 0;
+  EXPECT_EQ(expected.size(), got.size());
   for (const auto& [name, e] : expected) {
     auto it = got.find(name);
-    ASSERT_NE(it, got.end()) << name;
+    if (it == got.end()) {
+      ADD_FAILURE() << "missing result " << name;
+      continue;
+    }
     const at::Tensor& g = it->second;
-    ASSERT_EQ(e.sizes(), g.sizes()) << name;
+    if (e.sizes() != g.sizes()) {
+      ADD_FAILURE() << name << ": shape " << e.sizes() << " vs " << g.sizes();
+      continue;
+    }
     if (name.find("/tokens/") != std::string::npos) {
       EXPECT_TRUE(at::equal(e, g)) << name << ": " << e << " vs " << g;
     } else {
       const double diff = (e.to(at::kFloat) - g.to(at::kFloat)).abs().max().item<double>();
       EXPECT_LE(diff, tolerance) << name;
+      worst = std::max(worst, diff);
     }
   }
+  return worst;
 }
 
 }  // namespace nnsight::testing
