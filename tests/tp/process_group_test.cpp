@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <future>
 #include <thread>
 
 #include <nnsight/error.hpp>
@@ -115,26 +116,40 @@ TEST(Rendezvous, ParsesFileAndTcpForms) {
 TEST(ProcessGroup, APeerThatLeavesBreaksTheCollectiveWithinTheTimeout) {
   testing::ScratchDir dir;
   const std::string where = "file://" + dir.file("store");
-  std::atomic<bool> collective_error{false};
   std::string message;
+  std::promise<void> joined;  // rank 0 has its group: only then may the peer leave
   const auto t0 = std::chrono::steady_clock::now();
   std::thread peer([&] {
-    auto g = tp::make_process_group(
-        tp::ProcessGroupOptions().with_rank(1).with_world_size(2).with_rendezvous(where).with_timeout(std::chrono::seconds(10)));
+    try {
+      auto g = tp::make_process_group(tp::ProcessGroupOptions().with_rank(1).with_world_size(2).with_rendezvous(where)
+                                          .with_timeout(std::chrono::seconds(10)));
+      joined.get_future().wait_for(std::chrono::seconds(30));
+    } catch (...) {
+    }
     // Leaves without taking part: its group (and its connections) go away.
   });
+  bool collective_error = false;
   try {
-    auto g = tp::make_process_group(
-        tp::ProcessGroupOptions().with_rank(0).with_world_size(2).with_rendezvous(where).with_timeout(std::chrono::seconds(10)));
+    std::shared_ptr<tp::ProcessGroup> g;
+    try {
+      g = tp::make_process_group(tp::ProcessGroupOptions().with_rank(0).with_world_size(2).with_rendezvous(where)
+                                     .with_timeout(std::chrono::seconds(10)));
+    } catch (...) {
+      joined.set_value();
+      throw;
+    }
+    joined.set_value();
     peer.join();
     at::Tensor t = at::ones({8});
     g->all_reduce_sum(t);
   } catch (const tp::CollectiveError& e) {
     collective_error = true;
     message = e.what();
+  } catch (const std::exception& e) {
+    message = std::string("not a CollectiveError: ") + e.what();
   }
   if (peer.joinable()) peer.join();
-  EXPECT_TRUE(collective_error.load());
+  EXPECT_TRUE(collective_error) << message;
   EXPECT_NE(message.find("all-reduce failed on rank 0 of 2 (gloo)"), std::string::npos) << message;
   EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 30.0);
 }
