@@ -217,7 +217,6 @@ std::vector<std::string> MultiProcExecutor::collect(MessageType expected, double
   std::vector<std::string> payload(n), detail(n);
   const auto deadline = clock::now() + std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(timeout_s));
   std::optional<clock::time_point> grace_end;
-  bool timed_out = false;
   for (size_t i = 0; i < n; ++i)
     if (workers_[i].fd < 0) state[i] = State::kDied;  // its send already failed
   auto note_failure = [&] {
@@ -235,11 +234,10 @@ std::vector<std::string> MultiProcExecutor::collect(MessageType expected, double
       }
     if (fds.empty()) break;
     const auto end = grace_end ? std::min(*grace_end, deadline) : deadline;
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(end - clock::now()).count();
-    if (left <= 0) {
-      timed_out = clock::now() >= deadline;
-      break;
-    }
+    const auto now = clock::now();
+    if (now >= end) break;  // past the deadline, or the grace after a failure ended
+    // Rounded up: a truncated 0 would end the wait just short of the deadline.
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(end - now).count() + 1;
     const int pr = ::poll(fds.data(), fds.size(), static_cast<int>(std::min<long long>(left, 1 << 30)));
     if (pr < 0 && errno != EINTR) throw WorkerError(std::string("poll: ") + std::strerror(errno));
     if (pr <= 0) continue;
@@ -286,12 +284,12 @@ std::vector<std::string> MultiProcExecutor::collect(MessageType expected, double
         *failure = rank + " " + detail[i] + " during " + during;
       } else if (s == State::kReported) {
         *failure = rank + (startup ? " failed to start: " : " failed during " + during + ": ") + detail[i];
-      } else if (timed_out) {
+      } else {
+        // No rank failed (the grace only starts on a failure, which the
+        // passes above blame), so this one is waited on past the deadline.
         *failure = rank + (startup ? " did not finish starting within the timeout"
                                    : " did not finish " + during + " within " +
                                          std::to_string(static_cast<int64_t>(timeout_s)) + " s (hung)");
-      } else {
-        continue;  // still working when the grace ended: not the culprit
       }
       // What the other ranks said, for context.
       for (size_t j = 0; j < n; ++j)
