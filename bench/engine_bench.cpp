@@ -64,12 +64,6 @@ std::vector<Shape> step_shapes(const ModelConfig& c) {
           {h, c.vocab_size, 1}};
 }
 
-double step_flops(const ModelConfig& c, int64_t rows) {
-  double f = 0;
-  for (const auto& s : step_shapes(c)) f += 2.0 * rows * s.in * s.out * s.count;
-  return f;
-}
-
 // Time LibTorch's at::linear needs for the step's matmuls at `rows` rows,
 // with each weight hot in cache (so it is the compute floor, not memory).
 double blas_step_seconds(const ModelConfig& c, int64_t rows, at::ScalarType dt) {

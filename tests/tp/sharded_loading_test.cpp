@@ -97,7 +97,9 @@ TEST_F(ShardedLoading, LlamaRankOneOfTwo) {
   for (const auto& [name, slices] : l.loads) {
     const bool replicated = name.find("norm") != std::string::npos;
     for (const auto& s : slices) EXPECT_EQ(s.is_whole(), replicated) << name;
-    if (!replicated) EXPECT_EQ(l.elements.at(name) * 2, whole_.at(name).numel()) << name;
+    if (!replicated) {
+      EXPECT_EQ(l.elements.at(name) * 2, whole_.at(name).numel()) << name;
+    }
   }
 }
 
