@@ -11,6 +11,7 @@
 //
 //   tracing_bench [--model PATH] [--requests 16] [--tokens 32] [--reps 3]
 //                 [--only 1|2|3] [--overhead-reps 2000] [--variants MASK]
+//                 [--overhead-side plain|traced]
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 
@@ -54,6 +55,7 @@ class Plain : public Module {
 
 int main(int argc, char** argv) {
   std::string model_path = bench::default_model_path();
+  std::string overhead_side;
   int64_t requests = 16, tokens = 32, reps = 3, only = 0, overhead_reps = 2000, variant_mask = 15;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i], v = argv[i + 1];
@@ -63,6 +65,7 @@ int main(int argc, char** argv) {
     else if (a == "--reps") reps = std::stoll(v);
     else if (a == "--only") only = std::stoll(v);  // run one section (1, 2 or 3)
     else if (a == "--overhead-reps") overhead_reps = std::stoll(v);
+    else if (a == "--overhead-side") overhead_side = v;  // "plain" or "traced": time one side only (profiling)
     else if (a == "--variants") variant_mask = std::stoll(v);  // bit mask over section 2's four variants
   }
   at::set_num_threads(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
@@ -99,11 +102,11 @@ int main(int argc, char** argv) {
     std::vector<double> plain, traced;
     for (int64_t r = 0; r < overhead_reps + 100; ++r) {
       auto t0 = clock_type::now();
-      small.llm().submit(p, params).result.get();
+      if (overhead_side != "traced") small.llm().submit(p, params).result.get();
       if (r >= 100) plain.push_back(since(t0));
       Saved s;
       t0 = clock_type::now();
-      small.trace(p, params, [&](Tracer&) { s = small.logits().save(); });
+      if (overhead_side != "plain") small.trace(p, params, [&](Tracer&) { s = small.logits().save(); });
       if (r >= 100) traced.push_back(since(t0));
     }
     std::sort(plain.begin(), plain.end());
