@@ -2,6 +2,11 @@
 # one INTERFACE target, nnsight_private_deps.
 
 find_package(Torch REQUIRED)
+# CUDA builds of LibTorch 2.x name CUDA::nvToolsExt, which CUDA 12.5+ no longer
+# ships (NVTX is header-only now): stand in an empty target so they configure.
+if(TARGET torch::nvtoolsext AND NOT TARGET CUDA::nvToolsExt)
+  add_library(CUDA::nvToolsExt INTERFACE IMPORTED)
+endif()
 find_package(Threads REQUIRED)
 find_package(Boost 1.74 REQUIRED COMPONENTS context)
 find_package(nlohmann_json 3.10 REQUIRED)

@@ -8,7 +8,8 @@
 namespace nnsight::bench {
 
 // Memory copy bandwidth in bytes/s (read + write counted once each, i.e.
-// 2 * bytes copied / time), best of a few copies of `bytes`.
+// 2 * bytes copied / time), best of a few copies of `bytes`, split over
+// LibTorch's intra-op threads (call at::set_num_threads first).
 double measure_copy_bandwidth(int64_t bytes = int64_t(256) << 20);
 
 // fp32 matmul rate in FLOP/s for [rows, k] x [k, n] through at::linear.

@@ -17,7 +17,9 @@
 // GCC 12 reports the intrinsics' own _mm512_undefined_* placeholders as
 // uninitialized once they are inlined (GCC bug 105593).
 #pragma GCC diagnostic ignored "-Wuninitialized"
+#if !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include <immintrin.h>
 
 #include <array>

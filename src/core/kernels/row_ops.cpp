@@ -6,7 +6,9 @@
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #pragma GCC diagnostic ignored "-Wuninitialized"  // GCC bug 105593 (see linear_tiles_avx512.cpp)
+#if !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include <immintrin.h>
 #define NNSIGHT_ROW_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma")))
 #define NNSIGHT_ROW_AVX2 __attribute__((target("avx2,fma")))

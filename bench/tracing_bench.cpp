@@ -1,0 +1,162 @@
+// tracing_bench: what tracing costs, each as a ratio to the untraced run
+// measured in the same process, alternating the variants so machine noise
+// hits them alike.
+//   1. fixed overhead of a 1-token trace saving the logits (a tiny random
+//      model, so the microseconds are visible), in microseconds added;
+//   2. decode throughput of the default model with 16 concurrent requests:
+//      untraced / each trace saving one layer every step / all 30 layers /
+//      steering (adding a vector to one layer) every step;
+//   3. the hook branch every module call pays when nothing is attached,
+//      against a call without it (Module::invoke vs the body alone).
+//
+//   tracing_bench [--model PATH] [--requests 16] [--tokens 32] [--reps 3]
+//                 [--only 1|2|3] [--overhead-reps 2000]
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <random>
+#include <thread>
+
+#include <nnsight/nnsight.hpp>
+
+#include "core/module.h"
+#include "support/bench_support.h"
+#include "support/scratch_dir.h"
+#include "support/tiny_checkpoint.h"
+#include "support/tiny_engine.h"
+#include "support/tiny_models.h"
+
+using namespace nnsight;
+using clock_type = std::chrono::steady_clock;
+
+namespace {
+
+double since(clock_type::time_point t0) { return std::chrono::duration<double>(clock_type::now() - t0).count(); }
+
+std::vector<int32_t> random_prompt(std::mt19937_64& rng, int64_t len, int64_t vocab) {
+  std::uniform_int_distribution<int32_t> tok(3, static_cast<int32_t>(vocab - 1));
+  std::vector<int32_t> p(static_cast<size_t>(len));
+  for (auto& t : p) t = tok(rng);
+  return p;
+}
+
+// A module whose forward is one cheap op: the hook branch is all that differs.
+class Plain : public Module {
+ public:
+  Plain() : Module("Plain") {}
+  at::Tensor forward(const at::Tensor& x) { return invoke(x, [](const at::Tensor& t) { return t; }); }
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string model_path = bench::default_model_path();
+  int64_t requests = 16, tokens = 32, reps = 3, only = 0, overhead_reps = 2000;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string a = argv[i], v = argv[i + 1];
+    if (a == "--model") model_path = v;
+    else if (a == "--requests") requests = std::stoll(v);
+    else if (a == "--tokens") tokens = std::stoll(v);
+    else if (a == "--reps") reps = std::stoll(v);
+    else if (a == "--only") only = std::stoll(v);  // run one section (1, 2 or 3)
+    else if (a == "--overhead-reps") overhead_reps = std::stoll(v);
+  }
+  at::set_num_threads(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+
+  // ---- 3. the hook branch
+  if (only == 0 || only == 3) {
+    Plain m;
+    at::Tensor x = at::zeros({1});
+    const int n = 2'000'000;
+    double with_branch = 1e30, without = 1e30;
+    for (int r = 0; r < 5; ++r) {
+      auto t0 = clock_type::now();
+      for (int i = 0; i < n; ++i) x = m.forward(x);
+      with_branch = std::min(with_branch, since(t0) / n);
+      t0 = clock_type::now();
+      for (int i = 0; i < n; ++i) x = [](const at::Tensor& t) { return t; }(x);
+      without = std::min(without, since(t0) / n);
+    }
+    std::printf("hook branch: %.2f ns per module call with the branch, %.2f ns without; "
+                "x 420 module calls per decode step = %.2f us\n",
+                with_branch * 1e9, without * 1e9, (with_branch - without) * 420 * 1e6);
+  }
+
+  // ---- 1. fixed overhead of a one-token trace saving the logits, on a tiny
+  // random Llama served in process: its forward takes tens of microseconds,
+  // so what tracing adds is not lost in the model's own time.
+  if (only == 0 || only == 1) {
+    testing::ScratchDir dir;
+    auto tiny = testing::tiny_llama();
+    testing::write_hf_checkpoint(dir.path(), *tiny);
+    LanguageModel small(EngineArgs().model(dir.path()).kv_cache_memory_mb(16).show_progress(false));
+    const std::vector<int32_t> p = {5, 9, 13, 17};
+    auto params = SamplingParams().temperature(0).max_tokens(1);
+    std::vector<double> plain, traced;
+    for (int64_t r = 0; r < overhead_reps + 100; ++r) {
+      auto t0 = clock_type::now();
+      small.llm().submit(p, params).result.get();
+      if (r >= 100) plain.push_back(since(t0));
+      Saved s;
+      t0 = clock_type::now();
+      small.trace(p, params, [&](Tracer&) { s = small.logits().save(); });
+      if (r >= 100) traced.push_back(since(t0));
+    }
+    std::sort(plain.begin(), plain.end());
+    std::sort(traced.begin(), traced.end());
+    const double a = plain[plain.size() / 2], b = traced[traced.size() / 2];
+    std::printf("one-token request, tiny model (median of %zu, alternating): untraced %.1f us, traced saving "
+                "logits %.1f us: +%.1f us (ratio %.3f)\n",
+                plain.size(), a * 1e6, b * 1e6, (b - a) * 1e6, b / a);
+  }
+
+  // ---- 2. decode throughput with concurrent traces
+  if (only != 0 && only != 2) return 0;
+  LanguageModel lm(EngineArgs().model(model_path).show_progress(false).max_num_seqs(64).enable_prefix_caching(false));
+  const int64_t vocab = 49152, hidden = 576;
+  std::mt19937_64 rng(3);
+  std::vector<std::vector<int32_t>> prompts;
+  for (int64_t i = 0; i < requests; ++i) prompts.push_back(random_prompt(rng, 32, vocab));
+  const auto params = SamplingParams().temperature(0).max_tokens(tokens).ignore_eos(true);
+  at::Tensor steer = at::randn({hidden}) * 0.5;
+  enum Variant { kUntraced, kOneLayer, kAllLayers, kSteering };
+  const char* names[] = {"untraced", "save 1 layer/step", "save 30 layers/step", "steer 1 layer/step"};
+  auto run = [&](Variant v) {
+    auto t0 = clock_type::now();
+    std::vector<std::future<TraceResult>> fs;
+    std::vector<LLM::Handle> hs;
+    for (const auto& p : prompts) {
+      if (v == kUntraced) {
+        hs.push_back(lm.llm().submit(p, params));
+        continue;
+      }
+      fs.push_back(lm.submit(p, params, [&, v](Tracer& t) {
+        t.all([&](const Step&) {
+          if (v == kOneLayer) lm.envoy("model.layers.15").output().save_each();
+          if (v == kAllLayers)
+            for (int l = 0; l < 30; ++l) lm.envoy("model.layers." + std::to_string(l)).output().save_each();
+          if (v == kSteering) {
+            auto layer = lm.envoy("model.layers.15");
+            layer.output() = layer.output() + steer;
+          }
+        });
+      }));
+    }
+    for (auto& h : hs) h.result.get();
+    for (auto& f : fs) f.get();
+    return since(t0);
+  };
+  std::vector<double> best(4, 1e30);
+  for (int64_t r = 0; r < reps; ++r)
+    for (int v = 0; v < 4; ++v) best[static_cast<size_t>(v)] = std::min(best[static_cast<size_t>(v)], run(static_cast<Variant>(v)));
+  std::printf("| %lld concurrent requests x %lld tokens | total s (best of %lld) | tokens/s | ratio to untraced |\n",
+              static_cast<long long>(requests), static_cast<long long>(tokens), static_cast<long long>(reps));
+  std::printf("|---|---|---|---|\n");
+  for (int v = 0; v < 4; ++v)
+    std::printf("| %s | %.2f | %.1f | %.3f |\n", names[v], best[static_cast<size_t>(v)],
+                requests * tokens / best[static_cast<size_t>(v)], best[static_cast<size_t>(v)] / best[0]);
+  return 0;
+}
