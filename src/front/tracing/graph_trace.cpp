@@ -49,8 +49,10 @@ TraceResult run(LLM& llm, std::vector<runner::RequestInput> prompts, const std::
       const auto& n = mains[i].nodes[k];
       if (n.kind != dsl::NodeKind::Save) continue;
       const std::string here = files[i]->where(static_cast<dsl::NodeId>(k));
-      auto [it, fresh] = names.emplace(n.name, here);
-      if (!fresh) throw TraceError(here + ": the save name '" + n.name + "' is already used at " + it->second);
+      auto [it, fresh] = names.emplace(n.name, here + " (prompt " + std::to_string(i) + ")");
+      if (!fresh)
+        throw TraceError(here + ": the save name '" + n.name + "' of prompt " + std::to_string(i) +
+                         " is already used at " + it->second);
     }
   }
   std::vector<const dsl::Graph*> ptrs;

@@ -135,7 +135,8 @@ TEST_F(GraphTrace, ErrorsNameTheNodeInItsFile) {
   EXPECT_NE(msg.find("g.json:3"), std::string::npos) << msg;
   // Save names collide across graphs.
   msg = error_of({kPromptA, kPromptB}, {graph(kAblate), graph(kAblate)});
-  EXPECT_NE(msg.find("the save name 'h' is already used at g.json:7:3"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("g.json:7:3: the save name 'h' of prompt 1 is already used at g.json:7:3 (prompt 0)"), std::string::npos)
+      << msg;
   // A failure while running: a set of the wrong shape.
   msg = error_of({kPromptA}, {graph("{\"nodes\": [\n{\"kind\": \"const\", \"value\": {\"dtype\": \"float32\", "
                                      "\"shape\": [2], \"data\": [1, 2]}},\n"
