@@ -10,7 +10,7 @@
 //      against a call without it (Module::invoke vs the body alone).
 //
 //   tracing_bench [--model PATH] [--requests 16] [--tokens 32] [--reps 3]
-//                 [--only 1|2|3] [--overhead-reps 2000]
+//                 [--only 1|2|3] [--overhead-reps 2000] [--variants MASK]
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 
@@ -54,7 +54,7 @@ class Plain : public Module {
 
 int main(int argc, char** argv) {
   std::string model_path = bench::default_model_path();
-  int64_t requests = 16, tokens = 32, reps = 3, only = 0, overhead_reps = 2000;
+  int64_t requests = 16, tokens = 32, reps = 3, only = 0, overhead_reps = 2000, variant_mask = 15;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i], v = argv[i + 1];
     if (a == "--model") model_path = v;
@@ -63,6 +63,7 @@ int main(int argc, char** argv) {
     else if (a == "--reps") reps = std::stoll(v);
     else if (a == "--only") only = std::stoll(v);  // run one section (1, 2 or 3)
     else if (a == "--overhead-reps") overhead_reps = std::stoll(v);
+    else if (a == "--variants") variant_mask = std::stoll(v);  // bit mask over section 2's four variants
   }
   at::set_num_threads(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
 
@@ -151,12 +152,14 @@ int main(int argc, char** argv) {
   };
   std::vector<double> best(4, 1e30);
   for (int64_t r = 0; r < reps; ++r)
-    for (int v = 0; v < 4; ++v) best[static_cast<size_t>(v)] = std::min(best[static_cast<size_t>(v)], run(static_cast<Variant>(v)));
+    for (int v = 0; v < 4; ++v)
+      if (variant_mask & (1 << v)) best[static_cast<size_t>(v)] = std::min(best[static_cast<size_t>(v)], run(static_cast<Variant>(v)));
   std::printf("| %lld concurrent requests x %lld tokens | total s (best of %lld) | tokens/s | ratio to untraced |\n",
               static_cast<long long>(requests), static_cast<long long>(tokens), static_cast<long long>(reps));
   std::printf("|---|---|---|---|\n");
   for (int v = 0; v < 4; ++v)
-    std::printf("| %s | %.2f | %.1f | %.3f |\n", names[v], best[static_cast<size_t>(v)],
+    if (variant_mask & (1 << v))
+      std::printf("| %s | %.2f | %.1f | %.3f |\n", names[v], best[static_cast<size_t>(v)],
                 requests * tokens / best[static_cast<size_t>(v)], best[static_cast<size_t>(v)] / best[0]);
   return 0;
 }

@@ -47,6 +47,46 @@ else()
   set(NNSIGHT_WITH_CUDA OFF)
 endif()
 
+# ---- tensor-parallel backends ----------------------------------------------
+# c10d (stores) and its gloo process group: LibTorch's C++ API for them moved
+# between releases and some builds leave them out, so try to compile what
+# tp/c10d_backend.cpp uses rather than trust version numbers.
+include(CheckCXXSourceCompiles)
+set(CMAKE_REQUIRED_LIBRARIES ${TORCH_LIBRARIES})
+set(CMAKE_REQUIRED_FLAGS "-std=c++17")
+set(CMAKE_REQUIRED_QUIET ON)
+check_cxx_source_compiles([=[
+#include <torch/csrc/distributed/c10d/FileStore.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+int main() { c10d::TCPStoreOptions o; o.isServer = true; return o.port == 0; }
+]=] NNSIGHT_HAVE_C10D)
+check_cxx_source_compiles([=[
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+int main() { auto o = c10d::ProcessGroupGloo::Options::create(); return o ? 0 : 1; }
+]=] NNSIGHT_HAVE_GLOO)
+unset(CMAKE_REQUIRED_LIBRARIES)
+unset(CMAKE_REQUIRED_FLAGS)
+unset(CMAKE_REQUIRED_QUIET)
+
+# NCCL: compiled whenever the CUDA toolkit and nccl.h are found (no GPU and
+# no CUDA LibTorch needed to build it; libnccl is opened at run time).
+option(NNSIGHT_WITH_NCCL "Build the NCCL tensor-parallel backend when the CUDA toolkit and nccl.h are found" ON)
+set(NNSIGHT_HAVE_NCCL OFF)
+if(NNSIGHT_WITH_NCCL)
+  find_package(CUDAToolkit QUIET)
+  if(CUDAToolkit_FOUND)
+    find_path(NNSIGHT_NCCL_INCLUDE_DIR nccl.h
+      HINTS $ENV{NCCL_HOME} $ENV{NCCL_ROOT} ${CUDAToolkit_INCLUDE_DIRS} ${CUDAToolkit_LIBRARY_ROOT}
+      PATH_SUFFIXES include)
+    if(NNSIGHT_NCCL_INCLUDE_DIR)
+      set(NNSIGHT_HAVE_NCCL ON)
+      set(NNSIGHT_NCCL_INCLUDE_DIRS ${NNSIGHT_NCCL_INCLUDE_DIR} ${CUDAToolkit_INCLUDE_DIRS})
+    endif()
+  endif()
+endif()
+message(STATUS "nnsight: tensor-parallel backends: c10d stores ${NNSIGHT_HAVE_C10D}, gloo ${NNSIGHT_HAVE_GLOO}, "
+               "nccl ${NNSIGHT_HAVE_NCCL}; LibTorch CUDA ${NNSIGHT_WITH_CUDA}")
+
 function(nnsight_set_warnings target)
   target_compile_options(${target} PRIVATE -Wall -Wextra -Wno-unused-parameter
     -Wno-missing-field-initializers)

@@ -18,7 +18,8 @@ std::unique_ptr<Executor> make_executor(const EngineArgs& engine_args) {
   // default engine id is this, the engine's, process id.
   EngineArgs args = engine_args;
   if (args.engine_id().empty()) args.engine_id(std::to_string(::getpid()));
-  if (args.executor() == "mp" || args.tensor_parallel_size() > 1) return std::make_unique<MultiProcExecutor>(args);
+  if (args.executor() == "mp" || args.tensor_parallel_size() > 1 || !args.worker_addresses().empty())
+    return std::make_unique<MultiProcExecutor>(args);
   // LibTorch's default intra-op thread count is not always the core count
   // (Debian's build starts at 1): "0 = all cores" is applied here.
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "runner/current_step.h"
+#include "tp/collective_error.h"
 
 namespace nnsight::runner {
 
@@ -188,6 +189,8 @@ ModelRunnerOutput ModelRunner::execute(const SchedulerOutput& step) {
     for (auto& o : observers_) o->on_samples(ctx, tokens);
     collect_observer_errors(out);
     finish(tokens.to(at::kCPU, at::kLong).contiguous(), out);
+  } catch (const tp::CollectiveError&) {
+    throw;  // the tensor-parallel group is broken: no later step can run
   } catch (const std::exception& e) {
     // The step itself failed (not one request's intervention): every request
     // in it ends with the error; the engine keeps serving.

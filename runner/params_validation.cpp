@@ -7,6 +7,9 @@
 #include <nnsight/request_output.hpp>
 #include <nnsight/sampling_params.hpp>
 
+#include "runner/tcp_endpoint.h"
+#include "tp/rendezvous.h"
+
 namespace nnsight {
 
 namespace {
@@ -51,6 +54,32 @@ void EngineArgs::validate() const {
   if (tensor_parallel_size_ < 1 || tensor_parallel_size_ > 64)
     bad(t, "tensor_parallel_size", "must be in [1, 64], got " + std::to_string(tensor_parallel_size_));
   if (!(worker_timeout_s_ > 0)) bad(t, "worker_timeout_s", "must be > 0");
+  if (!tp_rendezvous_.empty()) {
+    try {
+      tp::Rendezvous::parse(tp_rendezvous_);
+    } catch (const ConfigError& e) {
+      bad(t, "tp_rendezvous", std::string("is unusable: ") + e.what());
+    }
+  }
+  if (!worker_addresses_.empty()) {
+    int64_t count = 0;
+    size_t begin = 0;
+    while (begin <= worker_addresses_.size()) {
+      size_t end = worker_addresses_.find(',', begin);
+      if (end == std::string::npos) end = worker_addresses_.size();
+      std::string item = worker_addresses_.substr(begin, end - begin);
+      item.erase(0, item.find_first_not_of(" \t"));
+      item.erase(item.find_last_not_of(" \t") + 1);
+      if (!item.empty()) {
+        runner::HostPort::parse(item, "EngineArgs.worker_addresses entry");
+        ++count;
+      }
+      begin = end + 1;
+    }
+    if (count != tensor_parallel_size_)
+      bad(t, "worker_addresses", "names " + std::to_string(count) + " workers but tensor_parallel_size is " +
+                                     std::to_string(tensor_parallel_size_));
+  }
   if (num_threads_ < 0) bad(t, "num_threads", "must be >= 0 (0 = all cores)");
 }
 

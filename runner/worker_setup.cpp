@@ -2,12 +2,17 @@
 
 #include <ATen/ATen.h>
 
+#include <chrono>
+#include <cstdlib>
+
 #include <nnsight/error.hpp>
 
 #include "core/model_path.h"
 #include "core/progress.h"
 #include "core/weight_source.h"
 #include "runner/runner_extension.h"
+#include "tp/make_process_group.h"
+#include "tp/nccl_process_group.h"
 
 namespace nnsight::runner {
 
@@ -51,6 +56,29 @@ RunnerConfig runner_config_for(const EngineArgs& args, const CausalLM& model) {
   rc.max_num_seqs = args.max_num_seqs();
   rc.max_model_len = max_model_len_for(args, model.config());
   return rc;
+}
+
+tp::ParallelContext join_tensor_parallel_group(EngineArgs& args, int rank, int world_size,
+                                               const std::string& rendezvous) {
+  if (world_size <= 1) return tp::ParallelContext{};
+  tp::ProcessGroupOptions o;
+  o.rank = rank;
+  o.world_size = world_size;
+  o.rendezvous = rendezvous;
+  // Longer than the engine waits for a step: a rank stuck behind a hung
+  // peer must not fail first and take the blame for the hang.
+  o.timeout = std::chrono::milliseconds(static_cast<int64_t>((2 * args.worker_timeout_s() + 30) * 1000));
+  if (args.device().rfind("cuda", 0) == 0) {
+    const int count = tp::cuda_device_count();
+    if (count < 1) throw ConfigError("EngineArgs.device is '" + args.device() + "' but no CUDA device is visible");
+    int first = 0;
+    const auto colon = args.device().find(':');
+    if (colon != std::string::npos) first = std::atoi(args.device().c_str() + colon + 1);
+    o.device = (first + rank) % count;
+    o.backend = "nccl";
+    args.device("cuda:" + std::to_string(o.device));
+  }
+  return tp::ParallelContext{tp::make_process_group(o)};
 }
 
 std::unique_ptr<ModelRunner> build_model_runner(const EngineArgs& args, const tp::ParallelContext& ctx,

@@ -23,6 +23,14 @@ int64_t max_model_len_for(const EngineArgs& args, const ModelConfig& config);
 
 RunnerConfig runner_config_for(const EngineArgs& args, const CausalLM& model);
 
+// Joins rank `rank` of a tensor-parallel group of `world_size` through
+// `rendezvous` (tp/rendezvous.h): gloo for a CPU model, NCCL for a CUDA one,
+// where rank r takes CUDA device (N + r) mod the visible devices for
+// args.device "cuda:N" ("cuda" = "cuda:0"); args.device is set to that
+// device. World size 1 joins nothing.
+tp::ParallelContext join_tensor_parallel_group(EngineArgs& args, int rank, int world_size,
+                                               const std::string& rendezvous);
+
 // Resolves args.model, loads this rank's shard and builds its runner.
 // `worker_rank` / `world_size` (when >= 0) are what runner extensions see as
 // the worker's place, for workers whose ParallelContext is not (yet) the

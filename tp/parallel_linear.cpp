@@ -5,18 +5,9 @@
 #include <nnsight/error.hpp>
 
 #include "core/kernels/linear.h"
+#include "tp/sharding.h"
 
 namespace nnsight::tp {
-
-RowRange even_split(int64_t total, const ParallelContext& ctx, const std::string& what) {
-  const int64_t w = ctx.world_size();
-  if (total % w != 0) {
-    throw ConfigError(what + " (" + std::to_string(total) + ") is not divisible by the tensor-parallel size (" +
-                      std::to_string(w) + ")");
-  }
-  const int64_t n = total / w;
-  return RowRange{n * ctx.rank(), n};
-}
 
 namespace {
 void check_shape(const WeightSource& src, const std::string& name, const std::vector<int64_t>& expect) {
@@ -30,51 +21,54 @@ void check_shape(const WeightSource& src, const std::string& name, const std::ve
 }
 }  // namespace
 
-ColumnParallelLinear::ColumnParallelLinear(int64_t in_features, int64_t out_features, bool has_bias,
-                                           ParallelContext ctx, std::vector<RowRange> rows,
-                                           bool gather_output, const at::TensorOptions& options)
-    : Module("Linear"), in_(in_features), out_(out_features), ctx_(std::move(ctx)),
-      rows_(std::move(rows)), gather_output_(gather_output) {
-  int64_t local = 0;
-  for (const auto& r : rows_) {
-    TORCH_CHECK(r.start >= 0 && r.length > 0 && r.start + r.length <= out_, "ColumnParallelLinear: bad row range");
-    local += r.length;
-  }
+ColumnParallelLinear::ColumnParallelLinear(int64_t in_features, bool has_bias, ParallelContext ctx,
+                                           ShardLayout layout, bool gather_output, const at::TensorOptions& options)
+    : Module("Linear"), in_(in_features), ctx_(std::move(ctx)), layout_(std::move(layout)),
+      gather_output_(gather_output) {
+  TORCH_CHECK(layout_.world_size() == ctx_.world_size(), "ColumnParallelLinear: layout for ",
+              layout_.world_size(), " ranks in a group of ", ctx_.world_size());
+  const int64_t local = layout_.local_size();
   weight = register_parameter("weight", at::zeros({local, in_}, options), /*requires_grad=*/false);
   if (has_bias) bias = register_parameter("bias", at::zeros({local}, options), false);
+  split_ = last_dim_sharding(ctx_, layout_);
+  if (!gather_output_) set_output_sharding(split_);
 }
 
 at::Tensor ColumnParallelLinear::forward(const at::Tensor& x) {
   return invoke(x, [&](const at::Tensor& in) {
     at::Tensor y = kernels::linear(in, weight, bias);  // [T, local_out]
-    if (gather_output_ && !ctx_.single()) y = ctx_.group->all_gather(y, -1);
+    if (gather_output_ && split_) y = split_->gather(y);  // [T, out]
     return y;
   });
 }
 
 void ColumnParallelLinear::load_weights(const WeightSource& source) {
   const std::string w = path() + ".weight";
-  check_shape(source, w, {out_, in_});
+  check_shape(source, w, {out_features(), in_});
   std::vector<at::Tensor> parts;
-  for (const auto& r : rows_) parts.push_back(source.load(w, ShardSlice::rows(r.start, r.length)));
+  for (const auto& r : rows()) parts.push_back(source.load(w, ShardSlice::rows(r.start, r.length)));
   weight.copy_(parts.size() == 1 ? parts[0] : at::cat(parts, 0));
   if (bias.defined()) {
     const std::string b = path() + ".bias";
-    check_shape(source, b, {out_});
+    check_shape(source, b, {out_features()});
     std::vector<at::Tensor> bparts;
-    for (const auto& r : rows_) bparts.push_back(source.load(b, ShardSlice::rows(r.start, r.length)));
+    for (const auto& r : rows()) bparts.push_back(source.load(b, ShardSlice::rows(r.start, r.length)));
     bias.copy_(bparts.size() == 1 ? bparts[0] : at::cat(bparts, 0));
   }
 }
 
-RowParallelLinear::RowParallelLinear(int64_t in_features, int64_t out_features, bool has_bias,
-                                     ParallelContext ctx, RowRange cols, const at::TensorOptions& options)
-    : Module("Linear"), in_(in_features), out_(out_features), ctx_(std::move(ctx)), cols_(cols) {
-  TORCH_CHECK(cols_.start >= 0 && cols_.length > 0 && cols_.start + cols_.length <= in_,
-              "RowParallelLinear: bad column range");
-  weight = register_parameter("weight", at::zeros({out_, cols_.length}, options), false);
+RowParallelLinear::RowParallelLinear(int64_t out_features, bool has_bias, ParallelContext ctx, ShardLayout layout,
+                                     const at::TensorOptions& options)
+    : Module("Linear"), out_(out_features), ctx_(std::move(ctx)), layout_(std::move(layout)) {
+  TORCH_CHECK(layout_.world_size() == ctx_.world_size(), "RowParallelLinear: layout for ", layout_.world_size(),
+              " ranks in a group of ", ctx_.world_size());
+  TORCH_CHECK(layout_.ranges(ctx_.rank()).size() == 1, "RowParallelLinear: one column range per rank");
+  weight = register_parameter("weight", at::zeros({out_, layout_.local_size()}, options), false);
   if (has_bias) bias = register_parameter("bias", at::zeros({out_}, options), false);
+  set_input_sharding(last_dim_sharding(ctx_, layout_));
 }
+
+RowRange RowParallelLinear::cols() const { return layout_.ranges(ctx_.rank()).front(); }
 
 at::Tensor RowParallelLinear::forward(const at::Tensor& x) {
   return invoke(x, [&](const at::Tensor& in) {
@@ -88,8 +82,9 @@ at::Tensor RowParallelLinear::forward(const at::Tensor& x) {
 
 void RowParallelLinear::load_weights(const WeightSource& source) {
   const std::string w = path() + ".weight";
-  check_shape(source, w, {out_, in_});
-  weight.copy_(source.load(w, cols_.length == in_ ? ShardSlice::whole() : ShardSlice::cols(cols_.start, cols_.length)));
+  const RowRange c = cols();
+  check_shape(source, w, {out_, in_features()});
+  weight.copy_(source.load(w, c.length == in_features() ? ShardSlice::whole() : ShardSlice::cols(c.start, c.length)));
   if (bias.defined()) {
     const std::string b = path() + ".bias";
     check_shape(source, b, {out_});

@@ -4,8 +4,12 @@
 // features); its output is this rank's slice of the last dimension unless it
 // gathers. RowParallelLinear holds some columns (input features); it takes
 // its input already split on the last dimension and all-reduces its partial
-// output, so its output is whole on every rank. At world size 1 both are a
-// plain y = x W^T + b.
+// output inside forward, so its hooks see the whole output on every rank.
+// At world size 1 both are a plain y = x W^T + b.
+//
+// Each sets the sharding of the values its hooks see (Module::*_sharding):
+// a column-parallel output that is not gathered and a row-parallel input are
+// LastDimSharding with the layer's layout; everything else is whole.
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -15,62 +19,58 @@
 
 #include "core/module.h"
 #include "tp/process_group.h"
+#include "tp/shard_layout.h"
 
 namespace nnsight::tp {
 
-// Rows [start, start + length) of a whole weight.
-struct RowRange {
-  int64_t start = 0;
-  int64_t length = 0;
-};
-
-// Splits [0, total) into world_size equal ranges and returns rank's. Throws
-// nnsight::ConfigError naming `what` when total does not divide.
-RowRange even_split(int64_t total, const ParallelContext& ctx, const std::string& what);
-
 class ColumnParallelLinear : public Module {
  public:
-  // `rows` are the ranges of whole-weight rows this rank holds, concatenated
-  // in order (several ranges for fused projections such as GPT-2's c_attn).
-  ColumnParallelLinear(int64_t in_features, int64_t out_features, bool bias, ParallelContext ctx,
-                       std::vector<RowRange> rows, bool gather_output,
-                       const at::TensorOptions& options);
+  // `layout` says which whole-weight rows every rank holds; this rank's
+  // ranges are concatenated in order (several for fused projections such as
+  // GPT-2's c_attn). layout.whole() is out_features.
+  ColumnParallelLinear(int64_t in_features, bool bias, ParallelContext ctx, ShardLayout layout,
+                       bool gather_output, const at::TensorOptions& options);
 
   at::Tensor forward(const at::Tensor& x);  // [T, in] -> [T, local_out] (or [T, out] gathered)
   void load_weights(const WeightSource& source) override;
 
   int64_t in_features() const { return in_; }
-  int64_t out_features() const { return out_; }  // whole-weight rows
-  const std::vector<RowRange>& rows() const { return rows_; }
+  int64_t out_features() const { return layout_.whole(); }  // whole-weight rows
+  const std::vector<RowRange>& rows() const { return layout_.ranges(ctx_.rank()); }
+  const ShardLayout& layout() const { return layout_; }
   bool gathers_output() const { return gather_output_; }
   at::Tensor weight;  // [local_out, in]
   at::Tensor bias;    // [local_out] or undefined
 
  private:
-  int64_t in_, out_;
+  int64_t in_;
   ParallelContext ctx_;
-  std::vector<RowRange> rows_;
+  ShardLayout layout_;
   bool gather_output_;
+  std::shared_ptr<const TensorSharding> split_;  // how the local output is split (null at world size 1)
 };
 
 class RowParallelLinear : public Module {
  public:
-  RowParallelLinear(int64_t in_features, int64_t out_features, bool bias, ParallelContext ctx,
-                    RowRange cols, const at::TensorOptions& options);
+  // `layout`: the whole-weight columns (input features) every rank holds;
+  // layout.whole() is in_features.
+  RowParallelLinear(int64_t out_features, bool bias, ParallelContext ctx, ShardLayout layout,
+                    const at::TensorOptions& options);
 
   at::Tensor forward(const at::Tensor& x);  // [T, local_in] -> [T, out], reduced over ranks
   void load_weights(const WeightSource& source) override;
 
-  int64_t in_features() const { return in_; }  // whole-weight columns
+  int64_t in_features() const { return layout_.whole(); }  // whole-weight columns
   int64_t out_features() const { return out_; }
-  RowRange cols() const { return cols_; }
+  RowRange cols() const;  // this rank's columns
+  const ShardLayout& layout() const { return layout_; }
   at::Tensor weight;  // [out, local_in]
   at::Tensor bias;    // [out] (whole, added once after the reduction) or undefined
 
  private:
-  int64_t in_, out_;
+  int64_t out_;
   ParallelContext ctx_;
-  RowRange cols_;
+  ShardLayout layout_;
 };
 
 }  // namespace nnsight::tp

@@ -56,6 +56,16 @@ class EngineArgs {
   // Path of the nnsight-worker program; empty = next to the library / on PATH.
   const std::string& worker_program() const { return worker_program_; }
   EngineArgs& worker_program(std::string v) { worker_program_ = std::move(v); return *this; }
+  // Where tensor-parallel ranks meet: "" = a file store in a fresh temporary
+  // directory (workers this engine starts); "tcp://host:port" = a TCP store
+  // that rank 0 serves on host:port (docs/tensor_parallel.md).
+  const std::string& tp_rendezvous() const { return tp_rendezvous_; }
+  EngineArgs& tp_rendezvous(std::string v) { tp_rendezvous_ = std::move(v); return *this; }
+  // Workers started by hand ("nnsight-worker --listen host:port"), rank order,
+  // comma-separated "host:port,host:port,..."; "" = the engine starts its own.
+  // Their number must equal tensor_parallel_size.
+  const std::string& worker_addresses() const { return worker_addresses_; }
+  EngineArgs& worker_addresses(std::string v) { worker_addresses_ = std::move(v); return *this; }
 
   // Seed for requests that bring none.
   uint64_t seed() const { return seed_; }
@@ -98,7 +108,8 @@ class EngineArgs {
     ar(model_, dtype_, device_, max_num_seqs_, max_num_batched_tokens_, max_model_len_, enable_chunked_prefill_,
        enable_prefix_caching_, block_size_, num_kv_blocks_, kv_cache_memory_mb_, executor_, tensor_parallel_size_,
        worker_timeout_s_, worker_program_, seed_, num_threads_, show_progress_, forward_hooks_, capture_enabled_,
-       capture_set_, capture_layers_, capture_sample_rate_, capture_compression_k_, capture_buffer_size_gb_, engine_id_);
+       capture_set_, capture_layers_, capture_sample_rate_, capture_compression_k_, capture_buffer_size_gb_, engine_id_,
+       tp_rendezvous_, worker_addresses_);
   }
 
  private:
@@ -117,6 +128,8 @@ class EngineArgs {
   int64_t tensor_parallel_size_ = 1;
   double worker_timeout_s_ = 120.0;
   std::string worker_program_;
+  std::string tp_rendezvous_;
+  std::string worker_addresses_;
   uint64_t seed_ = 0;
   int64_t num_threads_ = 0;
   bool show_progress_ = true;

@@ -65,6 +65,12 @@ class HookValue {
 struct HookedModule {
   std::string path;       // Hugging Face dotted path, "model.layers.3.mlp"
   std::string type_name;  // the class name users know from Python, "LlamaMLP"
+  // Under tensor parallelism a hook runs on every rank and sees that rank's
+  // values: "" when the output is whole on every rank (decoder layers,
+  // attention and MLP blocks, norms, embeddings, the LM head), else how it
+  // is split, e.g. "split on the last dimension over 3 ranks (512 of 1536
+  // per rank)" for a column-parallel projection (docs/tensor_parallel.md).
+  std::string output_sharding;
 };
 
 // Called after the module's forward. Returning a value replaces the output

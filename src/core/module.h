@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/module_io.h"
+#include "core/tensor_sharding.h"
 #include "core/weight_source.h"
 
 namespace nnsight {
@@ -66,6 +67,14 @@ class Module : public torch::nn::Module {
   // undefined tensors, Python's None), as Hugging Face modules return.
   int output_tuple_size() const { return output_tuple_size_; }
 
+  // How this module's input (element 0) and output (element 0) are held
+  // across tensor-parallel ranks; nullptr: whole on every rank. Set by the
+  // parallel layers (tp/) on themselves and on the modules between them.
+  const TensorSharding* input_sharding() const { return input_sharding_.get(); }
+  const TensorSharding* output_sharding() const { return output_sharding_.get(); }
+  void set_input_sharding(std::shared_ptr<const TensorSharding> s) { input_sharding_ = std::move(s); }
+  void set_output_sharding(std::shared_ptr<const TensorSharding> s) { output_sharding_ = std::move(s); }
+
   HookHandle register_forward_pre_hook(ForwardPreHook hook);
   HookHandle register_forward_hook(ForwardHook hook);
   bool has_hooks() const noexcept { return hooked_; }
@@ -103,6 +112,7 @@ class Module : public torch::nn::Module {
   int output_tuple_size_ = 0;  // 0: plain tensor output
   bool hooked_ = false;
   std::shared_ptr<detail::HookRegistry> hooks_;
+  std::shared_ptr<const TensorSharding> input_sharding_, output_sharding_;
 };
 
 }  // namespace nnsight

@@ -15,6 +15,15 @@ CausalLM::CausalLM(std::string type_name, ModelConfig config, tp::ParallelContex
 
 void CausalLM::load(const WeightSource& source) { load_all_weights(source); }
 
+void check_tensor_parallel(const ModelConfig& config, int world_size) {
+  if (world_size <= 1) return;
+  // In the order the constructors meet them: attention, (KV heads), MLP, vocabulary.
+  tp::ShardLayout::even(config.num_heads, world_size, "number of attention heads");
+  if (config.architecture == "llama") llama_kv_head_layout(config, world_size);
+  tp::ShardLayout::even(config.intermediate_size, world_size, "intermediate (MLP) size");
+  tp::ShardLayout::even(config.vocab_size, world_size, "vocabulary size");
+}
+
 std::shared_ptr<CausalLM> create_causal_lm(const ModelConfig& config, const tp::ParallelContext& ctx,
                                            const at::TensorOptions& options) {
   if (config.architecture == "llama") return std::make_shared<LlamaForCausalLM>(config, ctx, options);

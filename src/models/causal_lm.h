@@ -49,6 +49,11 @@ class CausalLM : public Module {
   at::TensorOptions options_;
 };
 
+// Throws nnsight::ConfigError, naming the counts, when a model of `config`
+// cannot be split over `world_size` tensor-parallel ranks (the checks the
+// constructors make, without building anything).
+void check_tensor_parallel(const ModelConfig& config, int world_size);
+
 // Builds the architecture config.architecture names, with zero weights.
 std::shared_ptr<CausalLM> create_causal_lm(const ModelConfig& config, const tp::ParallelContext& ctx,
                                            const at::TensorOptions& options);

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "core/kernels/paged_attention.h"
+#include "tp/sharding.h"
 
 namespace nnsight {
 
@@ -12,17 +13,20 @@ GPT2Attention::GPT2Attention(const ModelConfig& cfg, const tp::ParallelContext& 
     : Module("GPT2Attention"), head_dim_(cfg.head_dim) {
   set_output_tuple_size(2);
   const int64_t hidden = cfg.hidden_size, d = cfg.head_dim;
-  tp::RowRange heads = tp::even_split(cfg.num_heads, ctx, "number of attention heads");
-  local_heads_ = heads.length;
+  const tp::ShardLayout heads = tp::ShardLayout::even(cfg.num_heads, ctx.world_size(), "number of attention heads");
+  local_heads_ = heads.local_size();
   scale_ = 1.0 / std::sqrt(static_cast<double>(d));
-  // The fused weight's rows are [q (hidden) | k (hidden) | v (hidden)]; this
-  // rank takes its heads' rows from each third.
-  std::vector<tp::RowRange> rows;
-  for (int64_t part = 0; part < 3; ++part) rows.push_back({part * hidden + heads.start * d, heads.length * d});
-  c_attn = register_module("c_attn", std::make_shared<tp::ColumnParallelLinear>(hidden, 3 * hidden, true, ctx,
-                                                                                rows, false, opts));
-  c_proj = register_module("c_proj", std::make_shared<tp::RowParallelLinear>(
-      hidden, hidden, true, ctx, tp::RowRange{heads.start * d, heads.length * d}, opts));
+  // The fused weight's rows are [q (hidden) | k (hidden) | v (hidden)]; each
+  // rank takes its heads' rows from each third (its output is [q | k | v] of
+  // its heads; gathered, the whole comes back in the unsharded order).
+  const tp::ShardLayout qkv = tp::ShardLayout::from(3 * hidden, ctx.world_size(), [&](int r) {
+    const tp::RowRange h = heads.ranges(r).front();
+    std::vector<tp::RowRange> rows;
+    for (int64_t part = 0; part < 3; ++part) rows.push_back({part * hidden + h.start * d, h.length * d});
+    return rows;
+  });
+  c_attn = register_module("c_attn", std::make_shared<tp::ColumnParallelLinear>(hidden, true, ctx, qkv, false, opts));
+  c_proj = register_module("c_proj", std::make_shared<tp::RowParallelLinear>(hidden, true, ctx, heads.scaled(d), opts));
 }
 
 at::Tensor GPT2Attention::forward(const at::Tensor& x, const batching::BatchMeta& meta, KVCache& kv) {
@@ -40,12 +44,15 @@ at::Tensor GPT2Attention::forward(const at::Tensor& x, const batching::BatchMeta
 
 GPT2MLP::GPT2MLP(const ModelConfig& cfg, const tp::ParallelContext& ctx, const at::TensorOptions& opts)
     : Module("GPT2MLP") {
-  tp::RowRange cols = tp::even_split(cfg.intermediate_size, ctx, "intermediate (MLP) size");
-  c_fc = register_module("c_fc", std::make_shared<tp::ColumnParallelLinear>(
-      cfg.hidden_size, cfg.intermediate_size, true, ctx, std::vector<tp::RowRange>{cols}, false, opts));
+  const tp::ShardLayout cols =
+      tp::ShardLayout::even(cfg.intermediate_size, ctx.world_size(), "intermediate (MLP) size");
+  c_fc = register_module("c_fc", std::make_shared<tp::ColumnParallelLinear>(cfg.hidden_size, true, ctx, cols, false,
+                                                                            opts));
   act = register_module("act", std::make_shared<Activation>(Activation::parse(cfg.hidden_act)));
-  c_proj = register_module("c_proj", std::make_shared<tp::RowParallelLinear>(
-      cfg.intermediate_size, cfg.hidden_size, true, ctx, cols, opts));
+  // The activation runs on c_fc's split output: its values are split alike.
+  act->set_input_sharding(tp::last_dim_sharding(ctx, cols));
+  act->set_output_sharding(tp::last_dim_sharding(ctx, cols));
+  c_proj = register_module("c_proj", std::make_shared<tp::RowParallelLinear>(cfg.hidden_size, true, ctx, cols, opts));
 }
 
 at::Tensor GPT2MLP::forward(const at::Tensor& x) {

@@ -7,26 +7,24 @@
 #include <nnsight/error.hpp>
 
 #include "core/kernels/paged_attention.h"
+#include "tp/sharding.h"
 
 namespace nnsight {
 
-namespace {
-
-// This rank's KV heads: an even split when there are at least as many KV
-// heads as ranks, else one replicated head shared by world/kv_heads ranks.
-tp::RowRange kv_head_range(const ModelConfig& cfg, const tp::ParallelContext& ctx) {
-  const int64_t w = ctx.world_size(), kvh = cfg.num_kv_heads;
-  if (kvh >= w) return tp::even_split(kvh, ctx, "number of key/value heads");
-  if (w % kvh != 0) {
-    throw ConfigError("tensor-parallel size (" + std::to_string(w) + ") is not a multiple of the number of "
+// Every rank's KV heads: an even split when there are at least as many KV
+// heads as ranks, else one replicated head shared by world/kv_heads ranks
+// (rank r's query heads then all map to KV head r / (world / kv_heads)).
+tp::ShardLayout llama_kv_head_layout(const ModelConfig& cfg, int world) {
+  const int64_t kvh = cfg.num_kv_heads;
+  if (kvh >= world) return tp::ShardLayout::even(kvh, world, "number of key/value heads");
+  if (world % kvh != 0) {
+    throw ConfigError("tensor-parallel size (" + std::to_string(world) + ") is not a multiple of the number of "
                       "key/value heads (" + std::to_string(kvh) + ")");
   }
-  return tp::RowRange{ctx.rank() / (w / kvh), 1};
+  return tp::ShardLayout::from(kvh, world, [&](int r) {
+    return std::vector<tp::RowRange>{tp::RowRange{r / (world / kvh), 1}};
+  });
 }
-
-tp::RowRange scaled(tp::RowRange r, int64_t by) { return {r.start * by, r.length * by}; }
-
-}  // namespace
 
 LlamaAttention::LlamaAttention(const ModelConfig& cfg, const tp::ParallelContext& ctx,
                                const at::TensorOptions& opts,
@@ -34,20 +32,19 @@ LlamaAttention::LlamaAttention(const ModelConfig& cfg, const tp::ParallelContext
     : Module("LlamaAttention"), head_dim_(cfg.head_dim), rotary_(std::move(rotary)) {
   set_output_tuple_size(2);
   const int64_t d = cfg.head_dim, hidden = cfg.hidden_size;
-  tp::RowRange heads = tp::even_split(cfg.num_heads, ctx, "number of attention heads");
-  tp::RowRange kv = kv_head_range(cfg, ctx);
-  local_heads_ = heads.length;
-  local_kv_heads_ = kv.length;
+  const tp::ShardLayout heads = tp::ShardLayout::even(cfg.num_heads, ctx.world_size(), "number of attention heads");
+  const tp::ShardLayout kv = llama_kv_head_layout(cfg, ctx.world_size());
+  local_heads_ = heads.local_size();
+  local_kv_heads_ = kv.local_size();
   scale_ = 1.0 / std::sqrt(static_cast<double>(d));
   const bool b = cfg.attention_bias;
-  q_proj = register_module("q_proj", std::make_shared<tp::ColumnParallelLinear>(
-      hidden, cfg.num_heads * d, b, ctx, std::vector<tp::RowRange>{scaled(heads, d)}, false, opts));
-  k_proj = register_module("k_proj", std::make_shared<tp::ColumnParallelLinear>(
-      hidden, cfg.num_kv_heads * d, b, ctx, std::vector<tp::RowRange>{scaled(kv, d)}, false, opts));
-  v_proj = register_module("v_proj", std::make_shared<tp::ColumnParallelLinear>(
-      hidden, cfg.num_kv_heads * d, b, ctx, std::vector<tp::RowRange>{scaled(kv, d)}, false, opts));
-  o_proj = register_module("o_proj", std::make_shared<tp::RowParallelLinear>(
-      cfg.num_heads * d, hidden, b, ctx, scaled(heads, d), opts));
+  q_proj = register_module("q_proj", std::make_shared<tp::ColumnParallelLinear>(hidden, b, ctx, heads.scaled(d),
+                                                                                false, opts));
+  k_proj = register_module("k_proj", std::make_shared<tp::ColumnParallelLinear>(hidden, b, ctx, kv.scaled(d),
+                                                                                false, opts));
+  v_proj = register_module("v_proj", std::make_shared<tp::ColumnParallelLinear>(hidden, b, ctx, kv.scaled(d),
+                                                                                false, opts));
+  o_proj = register_module("o_proj", std::make_shared<tp::RowParallelLinear>(hidden, b, ctx, heads.scaled(d), opts));
 }
 
 at::Tensor LlamaAttention::forward(const at::Tensor& x, const batching::BatchMeta& meta, KVCache& kv) {
@@ -67,15 +64,18 @@ at::Tensor LlamaAttention::forward(const at::Tensor& x, const batching::BatchMet
 
 LlamaMLP::LlamaMLP(const ModelConfig& cfg, const tp::ParallelContext& ctx, const at::TensorOptions& opts)
     : Module("LlamaMLP") {
-  tp::RowRange cols = tp::even_split(cfg.intermediate_size, ctx, "intermediate (MLP) size");
+  const tp::ShardLayout cols =
+      tp::ShardLayout::even(cfg.intermediate_size, ctx.world_size(), "intermediate (MLP) size");
   const bool b = cfg.mlp_bias;
-  gate_proj = register_module("gate_proj", std::make_shared<tp::ColumnParallelLinear>(
-      cfg.hidden_size, cfg.intermediate_size, b, ctx, std::vector<tp::RowRange>{cols}, false, opts));
-  up_proj = register_module("up_proj", std::make_shared<tp::ColumnParallelLinear>(
-      cfg.hidden_size, cfg.intermediate_size, b, ctx, std::vector<tp::RowRange>{cols}, false, opts));
-  down_proj = register_module("down_proj", std::make_shared<tp::RowParallelLinear>(
-      cfg.intermediate_size, cfg.hidden_size, b, ctx, cols, opts));
+  gate_proj = register_module("gate_proj", std::make_shared<tp::ColumnParallelLinear>(cfg.hidden_size, b, ctx, cols,
+                                                                                      false, opts));
+  up_proj = register_module("up_proj", std::make_shared<tp::ColumnParallelLinear>(cfg.hidden_size, b, ctx, cols,
+                                                                                  false, opts));
+  down_proj = register_module("down_proj", std::make_shared<tp::RowParallelLinear>(cfg.hidden_size, b, ctx, cols, opts));
   act_fn = register_module("act_fn", std::make_shared<Activation>(Activation::parse(cfg.hidden_act)));
+  // The activation runs on gate_proj's split output: its values are split alike.
+  act_fn->set_input_sharding(tp::last_dim_sharding(ctx, cols));
+  act_fn->set_output_sharding(tp::last_dim_sharding(ctx, cols));
 }
 
 at::Tensor LlamaMLP::forward(const at::Tensor& x) {

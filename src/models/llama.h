@@ -19,6 +19,11 @@
 
 namespace nnsight {
 
+// Every rank's KV heads: an even split when there are at least as many KV
+// heads as ranks, else one head replicated on world / kv_heads ranks. Throws
+// ConfigError naming the counts when neither fits.
+tp::ShardLayout llama_kv_head_layout(const ModelConfig& cfg, int world);
+
 class LlamaAttention : public Module {
  public:
   LlamaAttention(const ModelConfig& cfg, const tp::ParallelContext& ctx, const at::TensorOptions& opts,

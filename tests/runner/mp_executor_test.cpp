@@ -1,8 +1,11 @@
-// The multi-process executor: worker processes give the same outputs as the
-// in-process executor, and a worker that dies or hangs turns into errors on
-// the affected requests within a bounded time.
+// The multi-process executor: worker processes (tensor-parallel ranks) give
+// the same outputs as the in-process executor, whether the engine starts
+// them or they are started by hand and rendezvous through a TCP store; a
+// worker that dies or hangs turns into errors on the affected requests
+// within a bounded time.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/wait.h>
 
 #include <chrono>
 #include <thread>
@@ -11,9 +14,12 @@
 
 #include "runner/engine.h"
 #include "runner/mp_executor.h"
+#include "support/hand_started_workers.h"
 #include "support/scratch_dir.h"
+#include "support/thread_ranks.h"
 #include "support/tiny_checkpoint.h"
 #include "support/tiny_engine.h"
+#include "support/tiny_models.h"
 
 namespace nnsight {
 namespace {
@@ -45,7 +51,7 @@ std::vector<std::vector<int32_t>> run(runner::Engine& engine, std::vector<runner
 class MultiProcess : public ::testing::Test {
  protected:
   void SetUp() override {
-    model_ = testing::tiny_llama();
+    model_ = testing::tiny_random_model(testing::tiny_tp_llama_config(), 11);  // divides over 2 ranks
     testing::write_hf_checkpoint(dir_.path(), *model_);
   }
   EngineArgs args() const {
@@ -55,13 +61,64 @@ class MultiProcess : public ::testing::Test {
   std::shared_ptr<CausalLM> model_;
 };
 
-TEST_F(MultiProcess, TwoWorkersEqualInProcess) {
+TEST_F(MultiProcess, TwoRanksEqualInProcess) {
   runner::Engine inproc(args().executor("inproc"));
   auto expected = run(inproc, requests(6, 8));
   ASSERT_EQ(expected.size(), 6u);
   for (const auto& e : expected) ASSERT_EQ(e.size(), 8u);
   runner::Engine mp(args().executor("mp").tensor_parallel_size(2));
   EXPECT_EQ(run(mp, requests(6, 8)), expected);
+  runner::Engine one(args().executor("mp"));  // one worker process, no group
+  EXPECT_EQ(run(one, requests(6, 8)), expected);
+}
+
+TEST_F(MultiProcess, RanksRendezvousThroughATcpStore) {
+  runner::Engine inproc(args().executor("inproc"));
+  auto expected = run(inproc, requests(3, 6));
+  const std::string store = "tcp://127.0.0.1:" + std::to_string(testing::free_tcp_port());
+  runner::Engine mp(args().tensor_parallel_size(2).tp_rendezvous(store));
+  EXPECT_EQ(dynamic_cast<runner::MultiProcExecutor&>(mp.executor()).rendezvous(), store);
+  EXPECT_EQ(run(mp, requests(3, 6)), expected);
+}
+
+TEST_F(MultiProcess, WorkersStartedByHandServeTheEngine) {
+  runner::Engine inproc(args().executor("inproc"));
+  auto expected = run(inproc, requests(3, 6));
+  testing::HandStartedWorkers workers(2);
+  const std::string store = "tcp://127.0.0.1:" + std::to_string(testing::free_tcp_port());
+  {
+    runner::Engine mp(args().tensor_parallel_size(2).worker_addresses(workers.addresses()).tp_rendezvous(store));
+    EXPECT_EQ(run(mp, requests(3, 6)), expected);
+  }
+  // Each served one engine and exits when it shuts down.
+  for (size_t i = 0; i < 2; ++i) {
+    const int status = workers.wait_exit(i, 10);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "worker " << i << " status " << status;
+  }
+}
+
+TEST_F(MultiProcess, AHandStartedWorkerThatDiesIsNamedByRankAndAddress) {
+  testing::HandStartedWorkers workers(2);
+  const std::string store = "tcp://127.0.0.1:" + std::to_string(testing::free_tcp_port());
+  runner::Engine engine(args().tensor_parallel_size(2).worker_addresses(workers.addresses()).tp_rendezvous(store));
+  auto ids = engine.add_requests(requests(2, 200));
+  engine.step();
+  ::kill(workers.pids().at(1), SIGKILL);
+  const auto t0 = std::chrono::steady_clock::now();
+  auto done = run_to_completion(engine);
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 30.0);
+  const std::string addr1 = workers.addresses().substr(workers.addresses().find(',') + 1);
+  for (auto id : ids) {
+    EXPECT_EQ(done.at(id).finish_reason, FinishReason::kError);
+    EXPECT_NE(done.at(id).error.find("worker rank 1 died during step"), std::string::npos) << done.at(id).error;
+    EXPECT_NE(done.at(id).error.find(addr1), std::string::npos) << done.at(id).error;
+  }
+}
+
+TEST_F(MultiProcess, WorkerAddressesMustMatchTheSize) {
+  EXPECT_THROW(runner::Engine(args().tensor_parallel_size(2).worker_addresses("127.0.0.1:1")), ConfigError);
+  EXPECT_THROW(runner::Engine(args().tensor_parallel_size(1).worker_addresses("127.0.0.1")), ConfigError);
+  EXPECT_THROW(runner::Engine(args().tensor_parallel_size(2).tp_rendezvous("udp://x:1")), ConfigError);
 }
 
 TEST_F(MultiProcess, KilledWorkerFailsRequestsWithoutHanging) {
@@ -78,7 +135,7 @@ TEST_F(MultiProcess, KilledWorkerFailsRequestsWithoutHanging) {
   for (auto id : ids) {
     ASSERT_TRUE(done.count(id));
     EXPECT_EQ(done.at(id).finish_reason, FinishReason::kError);
-    EXPECT_NE(done.at(id).error.find("worker rank 1"), std::string::npos) << done.at(id).error;
+    EXPECT_NE(done.at(id).error.find("worker rank 1 died"), std::string::npos) << done.at(id).error;
   }
   EXPECT_TRUE(engine.broken());
   // New work is refused with a clear message instead of hanging.

@@ -46,6 +46,28 @@ ModelConfig tiny_gpt2_config() {
   return c;
 }
 
+ModelConfig tiny_tp_llama_config() {
+  ModelConfig c = tiny_llama_config(false);
+  c.name = "tiny-tp-llama";
+  c.vocab_size = 96;
+  c.max_position = 256;
+  return c;
+}
+
+ModelConfig tiny_tp_gpt2_config() {
+  ModelConfig c = tiny_gpt2_config();
+  c.name = "tiny-tp-gpt2";
+  c.vocab_size = 88;
+  c.max_position = 128;
+  return c;
+}
+
+std::shared_ptr<CausalLM> tiny_random_model(const ModelConfig& config, uint64_t seed) {
+  auto model = create_causal_lm(config, tp::ParallelContext{}, at::TensorOptions().dtype(at::kFloat));
+  randomize(*model, seed);
+  return model;
+}
+
 void randomize(CausalLM& model, uint64_t seed) {
   at::Generator gen = at::detail::createCPUGenerator(seed);
   at::NoGradGuard no_grad;

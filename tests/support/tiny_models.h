@@ -17,6 +17,13 @@ namespace nnsight::testing {
 
 ModelConfig tiny_llama_config(bool tied = false);
 ModelConfig tiny_gpt2_config();
+// Variants whose heads, MLP columns and vocabulary divide by 2 and 4 (for
+// tensor parallelism): Llama with 4 heads and 2 KV heads (at 4 ranks, fewer
+// KV heads than ranks), vocabulary 96; GPT-2 with vocabulary 88.
+ModelConfig tiny_tp_llama_config();
+ModelConfig tiny_tp_gpt2_config();
+// A model of `config` with seeded random weights (randomize), world size 1.
+std::shared_ptr<CausalLM> tiny_random_model(const ModelConfig& config, uint64_t seed);
 
 // Every parameter (by Hugging Face name) filled from a seeded normal
 // distribution; norms near 1 so activations stay well scaled.

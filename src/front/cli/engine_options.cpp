@@ -5,7 +5,8 @@
 namespace nnsight::cli {
 
 std::vector<std::string> engine_option_names() {
-  return {"dtype", "device", "seed-engine", "executor", "tensor-parallel-size", "threads", "max-num-seqs",
+  return {"dtype", "device", "seed-engine", "executor", "tensor-parallel-size", "tp-rendezvous",
+          "worker-addresses", "threads", "max-num-seqs",
           "max-num-batched-tokens", "kv-cache-mb", "block-size", "forward-hooks", "engine-id", "capture-layers",
           "capture-sample-rate", "capture-compression-k", "capture-buffer-gb"};
 }
@@ -22,6 +23,8 @@ EngineArgs engine_args_from(const CliArgs& a) {
   if (a.has("seed-engine")) e.seed(static_cast<uint64_t>(a.get_int("seed-engine", 0)));
   if (a.has("executor")) e.executor(a.get("executor"));
   e.tensor_parallel_size(a.get_int("tensor-parallel-size", 1));
+  if (a.has("tp-rendezvous")) e.tp_rendezvous(a.get("tp-rendezvous"));
+  if (a.has("worker-addresses")) e.worker_addresses(a.get("worker-addresses"));
   e.num_threads(a.get_int("threads", 0));
   e.max_num_seqs(a.get_int("max-num-seqs", e.max_num_seqs()));
   e.max_num_batched_tokens(a.get_int("max-num-batched-tokens", e.max_num_batched_tokens()));

@@ -12,6 +12,7 @@
   "  --model NAME|PATH      smollm2-135m (default), a .gguf file or a HF directory\n"    \
   "  --dtype float32|bfloat16   --device cpu|cuda   --seed-engine S\n"                    \
   "  --executor inproc|mp   --tensor-parallel-size N   --threads N\n"                    \
+  "  --tp-rendezvous tcp://HOST:PORT   --worker-addresses H:P,H:P,...  (docs/tensor_parallel.md)\n" \
   "  --max-num-seqs N   --max-num-batched-tokens N   --kv-cache-mb N   --block-size N\n" \
   "  --no-prefix-caching   --no-chunked-prefill   --no-progress\n"                        \
   "  --forward-hooks FILE|JSON   hook specs (docs/hooks.md)   --engine-id ID\n"          \

@@ -142,7 +142,9 @@ InstalledHooks install_forward_hooks(Module& root, const nlohmann::json& specs) 
     }
     auto shared = std::make_shared<const ForwardHookFn>(std::move(hook));
     for (const auto& [module_path, module] : matched) {
-      auto info = std::make_shared<const HookedModule>(HookedModule{module_path, module->type_name()});
+      const TensorSharding* split = module->output_sharding();
+      auto info = std::make_shared<const HookedModule>(
+          HookedModule{module_path, module->type_name(), split ? split->describe() : std::string()});
       installed.add(module->register_forward_hook(adapt(shared, info, name)));
       log_info("Registered forward hook '" + name + "' on " + module_path);
     }

@@ -161,23 +161,41 @@ void Interleaver::sync_hooks() {
     if (mod == modules_.end()) continue;  // rejected at admission; nothing to hook
     const bool sample_rows = std::string(pk->module_path) == logits_module_;
     if (pk->kind == dsl::KeyKind::ModuleOutput) {
+      const TensorSharding* sharding = mod->second->output_sharding();
       hooks_[key] = mod->second->register_forward_hook(
-          [this, key, sample_rows](Module&, const ModuleIO&, const ModuleIO& out) -> std::optional<ModuleIO> {
-            EventValue ev{out, std::vector<bool>(out.size(), false), sample_rows};
+          [this, key, sample_rows, sharding](Module&, const ModuleIO&, const ModuleIO& out) -> std::optional<ModuleIO> {
+            EventValue ev{out, std::vector<bool>(out.size(), false), sample_rows, sharding};
             dispatch(key, ev);
-            if (std::find(ev.cloned.begin(), ev.cloned.end(), true) == ev.cloned.end()) return std::nullopt;
-            return ev.io;
+            return result_of(ev);
           });
     } else {
+      const TensorSharding* sharding = mod->second->input_sharding();
       hooks_[key] = mod->second->register_forward_pre_hook(
-          [this, key, sample_rows](Module&, const ModuleIO& in) -> std::optional<ModuleIO> {
-            EventValue ev{in, std::vector<bool>(in.size(), false), sample_rows};
+          [this, key, sample_rows, sharding](Module&, const ModuleIO& in) -> std::optional<ModuleIO> {
+            EventValue ev{in, std::vector<bool>(in.size(), false), sample_rows, sharding};
             dispatch(key, ev);
-            if (std::find(ev.cloned.begin(), ev.cloned.end(), true) == ev.cloned.end()) return std::nullopt;
-            return ev.io;
+            return result_of(ev);
           });
     }
   }
+}
+
+void Interleaver::gather(EventValue& ev) {
+  if (!ev.sharding || ev.gathered || ev.io.empty() || !ev.io.at(0).defined()) return;
+  ev.io.at(0) = ev.sharding->gather(ev.io.at(0));
+  ev.gathered = true;
+  ev.cloned[0] = true;  // the gathered tensor is ours: writes need no copy
+}
+
+std::optional<ModuleIO> Interleaver::result_of(EventValue& ev) {
+  if (ev.gathered) {
+    // In-place edits (setitem) leave no trace in `cloned`: always hand the
+    // model its part of the whole as the mediators left it.
+    ev.io.at(0) = ev.sharding->reshard(ev.io.at(0));
+    return std::move(ev.io);
+  }
+  if (std::find(ev.cloned.begin(), ev.cloned.end(), true) == ev.cloned.end()) return std::nullopt;
+  return std::move(ev.io);
 }
 
 void Interleaver::before_forward(const runner::StepContext& ctx) {
@@ -286,6 +304,7 @@ void Interleaver::dispatch(const std::string& key, EventValue& ev) {
       Mediator& m = *g.mediators()[i];
       while (!g.failed && m.waiting() && m.wait_key() == key &&
              rows_for(m, g, ev.sample_rows, m.wait_step(), rows)) {
+        gather(ev);  // outside the mediator's error handling: a failed collective ends the worker
         if (m.wait_kind() == Mediator::WaitKind::kGet) {
           dsl::Value v;
           try {

@@ -14,6 +14,12 @@
 //              remaining waits end (an iteration over all steps quietly);
 //              saves go back with the request's output
 //
+// Tensor parallelism: every rank runs the same mediators. A value a module
+// holds split across ranks (Module::output_sharding / input_sharding) is
+// gathered whole before the first mediator at that event sees it -- only
+// then, so untouched values cost nothing -- and re-sharded for the model
+// after the last one (docs/tensor_parallel.md).
+//
 // An error in a mediator ends its whole trace (every request of it) with the
 // message naming the user's file and line; other requests are untouched.
 #pragma once
@@ -58,12 +64,22 @@ class Interleaver final : public runner::StepObserver {
     ModuleIO io;               // what the model will continue with
     std::vector<bool> cloned;  // element already copied for writing
     bool sample_rows = false;  // dim 0 indexes sampling rows, not tokens
+    // Tensor parallelism: how element 0 is split across ranks (null: whole
+    // on every rank). Gathered before the first mediator sees it, re-sharded
+    // for the model afterwards.
+    const TensorSharding* sharding = nullptr;
+    bool gathered = false;
   };
   using Rows = std::vector<std::pair<int64_t, int64_t>>;  // (start, count) ranges in dim 0
 
   void start_group(TraceGroup& group);
   void sync_hooks();
   void dispatch(const std::string& key, EventValue& ev);
+  // Makes element 0 whole (a collective: every rank gets here alike, since
+  // every rank runs the same mediators over the same batch).
+  static void gather(EventValue& ev);
+  // The value the model continues with after dispatch, or nullopt to keep its own.
+  static std::optional<ModuleIO> result_of(EventValue& ev);
   bool rows_for(const Mediator& m, TraceGroup& g, bool sample_rows, int64_t step, Rows& rows) const;
   dsl::Value read(EventValue& ev, const std::string& key, const Rows& rows) const;
   void write(EventValue& ev, const std::string& key, const Rows& rows, const dsl::Value& value);

@@ -1,11 +1,11 @@
 #include "front/tracing/mediator.h"
 
 #include <ATen/ATen.h>
-#include <boost/context/protected_fixedsize_stack.hpp>
 
 #include <nnsight/error.hpp>
 
 #include "dsl/errors.h"
+#include "front/tracing/fiber_stack_pool.h"
 #include "front/tracing/trace_group.h"
 
 namespace nnsight::tracing {
@@ -13,10 +13,6 @@ namespace nnsight::tracing {
 namespace ctx = boost::context;
 
 namespace {
-// Ops inside a graph call into LibTorch and BLAS, which can use deep stacks;
-// pages are committed only when touched, so a generous size costs little.
-constexpr size_t kFiberStackBytes = size_t(4) << 20;
-
 at::Tensor number_tensor(const dsl::Value& v) {
   switch (v.kind()) {
     case dsl::ValueKind::Int: return at::scalar_tensor(v.as_int(), at::kLong);
@@ -68,7 +64,7 @@ Mediator::~Mediator() {
 void Mediator::start() {
   TORCH_CHECK(state_ == State::kNotStarted, "Mediator::start called twice");
   state_ = State::kWaiting;  // running; set properly below
-  fiber_ = ctx::fiber(std::allocator_arg, ctx::protected_fixedsize_stack(kFiberStackBytes),
+  fiber_ = ctx::fiber(std::allocator_arg, PooledProtectedStack(FiberStackPool::instance()),
                       [this](ctx::fiber&& caller) {
                         caller_ = std::move(caller);
                         try {

@@ -389,6 +389,29 @@ TEST(Capture, WorkerProcessesWriteTheirRingAndCrashedOnesAreReplaced) {
   EXPECT_EQ(fresh.since(0).size(), 2u * 2u * 2u) << "2 requests x 2 steps x 2 layers";
 }
 
+// Under tensor parallelism every rank writes its own segment, and each holds
+// whole decoder-layer outputs equal to one process's (docs/capture.md).
+TEST(Capture, EachTensorParallelRankWritesWholeLayerOutputs) {
+  ModelConfig cfg = testing::tiny_tp_llama_config();  // divides over 2 ranks
+  cfg.num_layers = 4;
+  auto model = testing::tiny_random_model(cfg, 21);
+  testing::ScratchDir dir;
+  testing::write_hf_checkpoint(dir.path(), *model);
+  Reference ref(*model, {0, 3});
+  run(*testing::tiny_engine(base_args(), model), requests(6, 4));
+  const std::string id = engine_id("tp");
+  runner::Engine tp(capture_args(id, "0,3").model(dir.path()).tensor_parallel_size(2).worker_timeout_s(60));
+  run(tp, requests(6, 4));
+  for (int rank = 0; rank < 2; ++rank) {
+    SCOPED_TRACE("rank " + std::to_string(rank));
+    ActivationReader reader(id, rank);
+    const auto records = reader.since(0);
+    ASSERT_FALSE(records.empty());
+    EXPECT_EQ(records[0].value.numel(), cfg.hidden_size) << "a whole [hidden] row, not a shard";
+    expect_matches(records, ref, 1e-4);
+  }
+}
+
 TEST(Capture, CliCaptureReadPrintsARunningEnginesRecords) {
   auto model = model4();
   const std::string id = engine_id("cli");

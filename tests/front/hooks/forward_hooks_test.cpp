@@ -18,6 +18,7 @@
 #include "support/scratch_dir.h"
 #include "support/tiny_checkpoint.h"
 #include "support/tiny_engine.h"
+#include "support/tiny_models.h"
 
 namespace nnsight {
 namespace {
@@ -245,6 +246,30 @@ TEST(ForwardHooksEngine, ZeroingOneMlpEqualsZeroedWeights) {
   auto reference = generate(*testing::tiny_engine(engine_args(), scaled_mlp_model(0.0)));
   EXPECT_EQ(hooked, reference);
   EXPECT_NE(hooked, baseline) << "the ablation must change the generation";
+}
+
+// Under tensor parallelism each rank's hooks see that rank's columns of a
+// column-parallel output (docs/hooks.md); element-wise hooks on them give
+// the same generation as in one process.
+TEST(ForwardHooksEngine, ElementwiseHooksOnSplitOutputsEqualOneProcessAtTwoRanks) {
+  testing::ScratchDir dir;
+  testing::write_hf_checkpoint(dir.path(), *testing::tiny_random_model(testing::tiny_tp_llama_config(), 5));
+  const std::string hooks =
+      json::array({json{{"name", "half_up"},
+                        {"target_modules", {"model.layers.*.mlp.up_proj"}},
+                        {"hook_factory", "nnsight.hooks:scale"},
+                        {"config", {{"factor", 0.5}}}},
+                   json{{"name", "no_v"},
+                        {"target_modules", {"model.layers.1.self_attn.v_proj"}},
+                        {"hook_factory", "nnsight.hooks:zero"}}})
+          .dump();
+  const EngineArgs base = engine_args().model(dir.path()).worker_timeout_s(60);
+  runner::Engine plain(EngineArgs(base).executor("inproc"));
+  runner::Engine one(EngineArgs(base).executor("inproc").forward_hooks(hooks));
+  runner::Engine two(EngineArgs(base).tensor_parallel_size(2).forward_hooks(hooks));
+  const auto baseline = generate(plain), expected = generate(one);
+  EXPECT_NE(expected, baseline) << "the hooks must change the generation";
+  EXPECT_EQ(generate(two), expected);
 }
 
 TEST(ForwardHooksEngine, PluginLoadedByPathReplacesOutput) {
