@@ -106,6 +106,15 @@ class LanguageModel {
   std::string decode(const std::vector<int32_t>& ids, bool skip_special_tokens = false) const;
   LLM& llm();
 
+  // The architecture ("llama", "gpt2") and its number of decoder layers.
+  std::string architecture() const;
+  int64_t num_layers() const;
+  // A parameter of the served model by Hugging Face name ("model.norm.weight",
+  // "lm_head.weight"), read from the model file in this process: a float32
+  // CPU copy, dequantized (changing it changes nothing in the served model).
+  // Throws nnsight::Error naming the parameter when the model has no such one.
+  at::Tensor parameter(const std::string& name) const;
+
   struct Impl;
   Impl& impl() const { return *impl_; }
 

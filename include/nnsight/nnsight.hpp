@@ -1,4 +1,6 @@
-// nnsight for C++: everything a user includes.
+// nnsight for C++: everything a user includes (rich notebook display is in
+// <nnsight/display.hpp>, forward-hook plugins use <nnsight/forward_hook.hpp>,
+// capture readers <nnsight/capture.hpp>).
 #pragma once
 
 #include <nnsight/call_site.hpp>
@@ -8,6 +10,7 @@
 #include <nnsight/index.hpp>
 #include <nnsight/language_model.hpp>
 #include <nnsight/llm.hpp>
+#include <nnsight/logit_lens.hpp>
 #include <nnsight/proxy.hpp>
 #include <nnsight/request_output.hpp>
 #include <nnsight/sampling_params.hpp>

@@ -20,6 +20,7 @@
 #include <nnsight/call_site.hpp>
 #include <nnsight/index.hpp>
 #include <nnsight/saved.hpp>
+#include <nnsight/tensor_operators.hpp>  // two plain tensors compute, never record
 
 #include <ATen/core/Tensor.h>
 #include <c10/core/ScalarType.h>

@@ -1,6 +1,7 @@
 // nnsight: command-line front of the library.
 //   nnsight generate --model M --prompt P [...]
 //   nnsight bench --model M --num-prompts N --input-len I --output-len O [...]
+//   nnsight trace --model M --prompt P --graph FILE.json --out saves.safetensors
 //   nnsight capture-read --engine-id ID [--rank R] [--request ID] [--since SEQ] [--follow]
 #include <cstdio>
 #include <cstring>
@@ -17,6 +18,7 @@ void usage() {
                "usage: nnsight <command> [options]\n"
                "commands:\n"
                "  generate   generate text from a prompt (or a file of prompts)\n"
+               "  trace      run intervention graphs written as JSON (docs/ir.md), save to safetensors\n"
                "  bench      measure prefill/decode throughput and latency\n"
                "  capture-read  print activations a running engine captures (docs/capture.md)\n"
                "run 'nnsight <command> --help' for its options\n");
@@ -31,6 +33,7 @@ int main(int argc, char** argv) {
   const std::string cmd = argv[1];
   try {
     if (cmd == "generate") return nnsight::cli::generate_command(argc, argv);
+    if (cmd == "trace") return nnsight::cli::trace_command(argc, argv);
     if (cmd == "bench") return nnsight::cli::bench_command(argc, argv);
     if (cmd == "capture-read") return nnsight::cli::capture_read_command(argc, argv);
     std::fprintf(stderr, "nnsight: unknown command '%s'\n", cmd.c_str());

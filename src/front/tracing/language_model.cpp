@@ -5,15 +5,22 @@
 #include <nnsight/llm.hpp>
 
 #include <atomic>
+#include <mutex>
 
+#include "core/model_path.h"
+#include "core/weight_source.h"
 #include "front/tracing/trace_recorder.h"
 #include "runner/async_engine.h"
 
 namespace nnsight {
 
 struct LanguageModel::Impl {
+  EngineArgs args;
   std::unique_ptr<LLM> llm;
   std::atomic<uint64_t> next_trace{1};
+  // The model file opened in this process for parameter(); opened on first use.
+  std::mutex weights_mu;
+  std::unique_ptr<WeightSource> weights;
 
   const runner::ModelStructure& structure() const { return llm->engine().model_structure(); }
 
@@ -60,6 +67,7 @@ struct LanguageModel::Impl {
 };
 
 LanguageModel::LanguageModel(const EngineArgs& args) : impl_(std::make_unique<Impl>()) {
+  impl_->args = args;
   impl_->llm = std::make_unique<LLM>(args);
 }
 
@@ -134,6 +142,31 @@ std::vector<std::string> LanguageModel::module_paths() const {
 std::string LanguageModel::type_name(const std::string& path) const {
   const auto* m = impl_->structure().find_module(path);
   return m ? m->type_name : "";
+}
+
+std::string LanguageModel::architecture() const { return impl_->llm->engine().model_config().architecture; }
+
+int64_t LanguageModel::num_layers() const { return impl_->llm->engine().model_config().num_layers; }
+
+at::Tensor LanguageModel::parameter(const std::string& name) const {
+  std::lock_guard<std::mutex> lock(impl_->weights_mu);
+  if (!impl_->weights) impl_->weights = open_weights(resolve_model_path(impl_->args.model()));
+  const WeightSource& w = *impl_->weights;
+  if (w.has(name)) return w.load(name);
+  // A tied LM head is the token embedding.
+  if (name == "lm_head.weight" && w.config().tie_word_embeddings) {
+    for (const char* embed : {"model.embed_tokens.weight", "transformer.wte.weight"})
+      if (w.has(embed)) return w.load(embed);
+  }
+  std::string known;
+  for (const auto& n : w.names()) {
+    if (known.size() > 200) {
+      known += ", ...";
+      break;
+    }
+    known += (known.empty() ? "" : ", ") + n;
+  }
+  throw Error("the model " + w.describe() + " has no parameter '" + name + "' (it has: " + known + ")");
 }
 
 std::vector<int32_t> LanguageModel::encode(const std::string& text, bool add_special_tokens) const {

@@ -1,0 +1,113 @@
+// nnsight trace: runs intervention graphs written in the JSON form
+// (docs/ir.md) on prompts and writes every saved value to a safetensors file.
+#include <cstdio>
+#include <iostream>
+#include <stdexcept>
+
+#include <nlohmann/json.hpp>
+#include <nnsight/llm.hpp>
+
+#include "core/safetensors/safetensors_writer.h"
+#include "front/cli/cli_args.h"
+#include "front/cli/commands.h"
+#include "front/cli/engine_options.h"
+#include "front/tracing/graph_trace.h"
+
+namespace nnsight::cli {
+
+namespace {
+const char* kHelp =
+    "usage: nnsight trace --model NAME|PATH --prompt TEXT [--prompt TEXT ...] --graph FILE.json [--graph ...]\n"
+    "                     --out FILE.safetensors [options]\n"
+    "  --prompt TEXT          a prompt: one invoke of the trace (repeat for several)\n"
+    "  --graph FILE.json      an intervention graph in the JSON form of docs/ir.md: one for\n"
+    "                         every prompt (in --prompt order), or one that every prompt runs\n"
+    "  --out FILE             where the saved values go (safetensors; a list save 'x' becomes\n"
+    "                         'x.0', 'x.1', ...; a shared graph run by several prompts saves\n"
+    "                         under '<prompt index>/<name>')\n"
+    "  --max-tokens N         tokens to generate (default 1)\n"
+    "  --temperature T        0 = greedy (default 0)\n"
+    "  --top-p P --top-k K --seed S --ignore-eos\n"
+    "Engine options:\n" NNSIGHT_ENGINE_OPTIONS_HELP
+    "Prints the generated text on stdout, one line per prompt (newlines escaped as \\n).\n"
+    "Errors in a graph name the node and its line:column in the JSON file.\n";
+
+std::string escape_newlines(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '\n') out += "\\n";
+    else if (c == '\\') out += "\\\\";
+    else out += c;
+  }
+  return out;
+}
+
+// Every saved value as named tensors: lists become name.0, name.1, ...
+// (None elements are left out); numbers are 0-d tensors.
+std::vector<std::pair<std::string, at::Tensor>> flatten_saves(const TraceResult& result) {
+  std::vector<std::pair<std::string, at::Tensor>> out;
+  for (const auto& [name, v] : result.saves()) {
+    if (!v.is_list) {
+      if (v.tensor.defined()) out.emplace_back(name, v.tensor);
+      continue;
+    }
+    for (size_t i = 0; i < v.list.size(); ++i)
+      if (v.list[i].defined()) out.emplace_back(name + "." + std::to_string(i), v.list[i]);
+  }
+  return out;
+}
+}  // namespace
+
+int trace_command(int argc, char** argv) {
+  std::vector<std::string> flags = {"ignore-eos", "help"};
+  for (const auto& f : engine_flag_names()) flags.push_back(f);
+  CliArgs args(argc, argv, 2, flags);
+  if (args.has("help")) {
+    std::fputs(kHelp, stdout);
+    return 0;
+  }
+  std::vector<std::string> known = {"model", "prompt", "graph", "out", "max-tokens", "temperature", "top-p",
+                                    "top-k", "seed", "ignore-eos", "help"};
+  for (const auto& o : engine_option_names()) known.push_back(o);
+  for (const auto& f : engine_flag_names()) known.push_back(f);
+  args.check_known(known);
+
+  const std::vector<std::string> prompts = args.all("prompt");
+  const std::vector<std::string> graph_paths = args.all("graph");
+  if (prompts.empty()) throw std::invalid_argument("give at least one --prompt TEXT");
+  if (graph_paths.empty()) throw std::invalid_argument("give --graph FILE.json (docs/ir.md)");
+  if (graph_paths.size() != 1 && graph_paths.size() != prompts.size())
+    throw std::invalid_argument("give one --graph for all prompts or one per --prompt (got " +
+                                std::to_string(graph_paths.size()) + " graphs for " +
+                                std::to_string(prompts.size()) + " prompts)");
+  if (!args.has("out")) throw std::invalid_argument("give --out FILE.safetensors for the saved values");
+
+  SamplingParams params;
+  params.max_tokens(args.get_int("max-tokens", 1)).temperature(args.get_double("temperature", 0.0));
+  params.top_p(args.get_double("top-p", 1.0)).top_k(args.get_int("top-k", 0));
+  if (args.has("seed")) params.seed(static_cast<uint64_t>(args.get_int("seed", 0)));
+  params.ignore_eos(args.has("ignore-eos"));
+  params.validate();
+
+  // Graph files are read and decoded before the model loads: a typo costs no load time.
+  std::vector<tracing::GraphFile> graphs;
+  for (const auto& path : graph_paths) {
+    graphs.push_back(tracing::load_graph_file(path));
+    tracing::validate_graph_file(graphs.back());
+  }
+
+  LLM llm(engine_args_from(args));
+  TraceResult result = tracing::run_graph_trace(llm, prompts, graphs, params);
+
+  nlohmann::json texts = nlohmann::json::array();
+  for (const auto& o : result.outputs()) texts.push_back(o.text);
+  write_safetensors(args.get("out"), flatten_saves(result),
+                    {{"format", "nnsight.trace"},
+                     {"prompts", nlohmann::json(prompts).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)},
+                     {"texts", texts.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)}});
+  for (const auto& o : result.outputs()) std::cout << escape_newlines(o.text) << "\n";
+  std::cout.flush();
+  return 0;
+}
+
+}  // namespace nnsight::cli

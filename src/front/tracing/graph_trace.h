@@ -1,0 +1,29 @@
+// Running graphs written as data (JSON files, other clients) as one trace,
+// the way LanguageModel runs recorded ones: one request per prompt, each
+// carrying its invoke's graph, admitted together. Used by `nnsight trace`.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nnsight/language_model.hpp>
+#include <nnsight/llm.hpp>
+#include <nnsight/sampling_params.hpp>
+
+#include "front/tracing/graph_file.h"
+
+namespace nnsight::tracing {
+
+// `graphs` holds one graph for every prompt, or one graph that every prompt
+// runs. A shared graph run by several prompts saves under "<prompt index>/<name>"
+// (e.g. "1/h"); otherwise a save keeps its name. Each graph's invoke index is
+// set to its prompt's. Graphs are validated and checked against the model
+// before anything runs (TraceError naming the node's place in its file);
+// a failure while running throws TraceError with the engine's message.
+TraceResult run_graph_trace(LLM& llm, const std::vector<std::string>& prompts, const std::vector<GraphFile>& graphs,
+                            const SamplingParams& params);
+// The same with tokenized prompts.
+TraceResult run_graph_trace(LLM& llm, const std::vector<std::vector<int32_t>>& prompt_token_ids,
+                            const std::vector<GraphFile>& graphs, const SamplingParams& params);
+
+}  // namespace nnsight::tracing

@@ -1,0 +1,117 @@
+// `nnsight trace` on the default model: a hand-written JSON graph that
+// ablates one MLP and saves two values writes a safetensors file whose
+// tensors equal the same trace written in C++; the text goes to stdout.
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <string>
+
+#include <nlohmann/json.hpp>
+#include <nnsight/nnsight.hpp>
+
+#include "core/safetensors/safetensors_file.h"
+#include "support/real_model.h"
+#include "support/scratch_dir.h"
+
+namespace nnsight {
+namespace {
+
+#ifndef NNSIGHT_CLI
+#error "the test needs the nnsight CLI (NNSIGHT_CLI)"
+#endif
+
+struct CliRun {
+  int status = -1;
+  std::string output;  // stdout
+  std::string errors;  // stderr
+};
+
+std::string quote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+CliRun run_cli(const std::string& args) {
+  CliRun r;
+  testing::ScratchDir dir;
+  const std::string err = dir.file("stderr");
+  FILE* p = ::popen((std::string(NNSIGHT_CLI) + " " + args + " 2>" + quote(err)).c_str(), "r");
+  if (!p) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) r.output.append(buf, n);
+  const int st = ::pclose(p);
+  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  const auto bytes = testing::read_file_bytes(err);
+  r.errors.assign(bytes.begin(), bytes.end());
+  return r;
+}
+
+const char* kEiffel = "The Eiffel Tower is located in the city of";
+
+TEST(RealModelTraceCli, AblationGraphMatchesTheCppTrace) {
+  testing::ScratchDir dir;
+  const std::string model = testing::default_model_path();
+  const std::string graph = std::string(NNSIGHT_SOURCE_DIR) + "/tests/data/cli/ablate_mlp.json";
+  const std::string out = dir.file("saves.safetensors");
+  CliRun r = run_cli("trace --model " + quote(model) + " --prompt " + quote(kEiffel) + " --graph " + quote(graph) +
+              " --max-tokens 3 --out " + quote(out) + " --no-progress");
+  ASSERT_EQ(r.status, 0) << r.errors;
+
+  LanguageModel lm(EngineArgs().model(model).show_progress(false));
+  Saved layer29, logits;
+  TraceResult cpp = lm.trace(kEiffel, SamplingParams().temperature(0).max_tokens(3), [&](Tracer&) {
+    auto mlp = lm.envoy("model.layers.28.mlp");
+    mlp.output() = mlp.output() * 0.0;
+    layer29 = lm.envoy("model.layers.29").output().save();
+    logits = lm.logits().save();
+  });
+  EXPECT_EQ(r.output, cpp.text() + "\n");
+
+  SafetensorsFile file(out);
+  ASSERT_EQ(file.tensors().size(), 2u);
+  at::Tensor h = file.load("layer29"), l = file.load("logits");
+  EXPECT_EQ(h.sizes(), cpp[layer29].sizes());
+  EXPECT_TRUE(at::equal(h, cpp[layer29]));
+  EXPECT_TRUE(at::equal(l, cpp[logits]));
+  EXPECT_EQ(file.metadata().at("format"), "nnsight.trace");
+  EXPECT_EQ(nlohmann::json::parse(file.metadata().at("texts")), nlohmann::json({cpp.text()}));
+  EXPECT_EQ(nlohmann::json::parse(file.metadata().at("prompts")), nlohmann::json({kEiffel}));
+
+  // One graph for two prompts: the saves of each prompt under "<i>/".
+  const std::string out2 = dir.file("two.safetensors");
+  CliRun two = run_cli("trace --model " + quote(model) + " --prompt " + quote(kEiffel) + " --prompt " +
+                quote("The Colosseum is located in the city of") + " --graph " + quote(graph) + " --out " +
+                quote(out2) + " --no-progress");
+  ASSERT_EQ(two.status, 0) << two.errors;
+  SafetensorsFile f2(out2);
+  EXPECT_EQ(f2.tensors().size(), 4u);
+  EXPECT_LE((f2.load("0/logits") - cpp[logits]).abs().max().item<double>(), 1e-4);
+  EXPECT_EQ(f2.load("1/layer29").size(0), static_cast<int64_t>(lm.encode("The Colosseum is located in the city of").size()));
+}
+
+TEST(RealModelTraceCli, GraphErrorsNameTheNodeAndItsPosition) {
+  testing::ScratchDir dir;
+  const std::string graph = std::string(NNSIGHT_SOURCE_DIR) + "/tests/data/cli/bad_reference.json";
+  CliRun r = run_cli("trace --model " + quote(testing::default_model_path()) + " --prompt hi --graph " + quote(graph) +
+              " --out " + quote(dir.file("x.safetensors")) + " --no-progress");
+  EXPECT_EQ(r.status, 1) << r.errors;
+  EXPECT_NE(r.errors.find("bad_reference.json:4:5: node 1 (op 'softmax')"), std::string::npos) << r.errors;
+  // A path the model does not have: found before anything runs, with the line.
+  const std::string typo = dir.write("typo.json", "{\"nodes\": [\n  {\"kind\": \"get\", \"key\": \"model.layers.3.mpl.output\"}\n]}\n");
+  r = run_cli("trace --model " + quote(testing::default_model_path()) + " --prompt hi --graph " + quote(typo) + " --out " +
+          quote(dir.file("y.safetensors")) + " --no-progress");
+  EXPECT_EQ(r.status, 1) << r.errors;
+  EXPECT_NE(r.errors.find("typo.json:2"), std::string::npos) << r.errors;
+  EXPECT_NE(r.errors.find("model.layers.3.mlp"), std::string::npos) << r.errors;
+  // Usage errors.
+  r = run_cli("trace --prompt hi --out x.safetensors");
+  EXPECT_EQ(r.status, 2) << r.errors;
+  EXPECT_NE(r.errors.find("--graph"), std::string::npos) << r.errors;
+}
+
+}  // namespace
+}  // namespace nnsight
