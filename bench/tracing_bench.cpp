@@ -4,7 +4,7 @@
 //   1. fixed overhead of a 1-token trace saving the logits (a tiny random
 //      model, so the microseconds are visible), in microseconds added;
 //   2. decode throughput of the default model with 16 concurrent requests
-//      (whole runs of N and 2N tokens; their difference is N decode steps):
+//      (the variants in turn, round after round; median of per-round ratios):
 //      untraced / each trace saving one layer every step / all 30 layers /
 //      steering (adding a vector to one layer) every step;
 //   3. the hook branch every module call pays when nothing is attached,
@@ -155,28 +155,36 @@ int main(int argc, char** argv) {
     for (auto& f : fs) f.get();
     return since(t0);
   };
-  // Whole runs of `tokens` and of 2 x `tokens` tokens: the difference is
-  // `tokens` decode steps of all requests, free of what a run pays once
-  // (submission, prefill, the last result's assembly).
-  std::vector<double> best(4, 1e30), best2(4, 1e30);
-  for (int64_t r = 0; r < reps; ++r)
-    for (int v = 0; v < 4; ++v)
-      if (variant_mask & (1 << v)) {
-        const size_t i = static_cast<size_t>(v);
-        best[i] = std::min(best[i], run(static_cast<Variant>(v), tokens));
-        best2[i] = std::min(best2[i], run(static_cast<Variant>(v), 2 * tokens));
-      }
-  std::printf("| %lld concurrent requests | run of %lld tokens, s | tokens/s | ratio | run of %lld tokens, s | "
-              "decode tokens/s (difference) | decode ratio |\n",
-              static_cast<long long>(requests), static_cast<long long>(tokens), static_cast<long long>(2 * tokens));
-  std::printf("|---|---|---|---|---|---|---|\n");
-  const double decode0 = requests * tokens / (best2[0] - best[0]);
-  for (int v = 0; v < 4; ++v)
-    if (variant_mask & (1 << v)) {
-      const size_t i = static_cast<size_t>(v);
-      const double decode = requests * tokens / (best2[i] - best[i]);
-      std::printf("| %s | %.2f | %.1f | %.3f | %.2f | %.1f | %.3f |\n", names[v], best[i], requests * tokens / best[i],
-                  best[i] / best[0], best2[i], decode, decode0 / decode);
+  // The variants run in turn, round after round; each round's ratio to its
+  // own untraced run is kept, and the median over rounds reported, so that
+  // drifts of the machine (it is shared, and even idle it varies by several
+  // percent from run to run) hit both sides of every ratio alike.
+  std::vector<std::vector<double>> times(4), ratios(4);
+  for (int64_t r = 0; r < reps; ++r) {
+    double untraced = 0;
+    for (int v = 0; v < 4; ++v) {
+      if (v != 0 && !(variant_mask & (1 << v))) continue;
+      const double t = run(static_cast<Variant>(v), tokens);
+      if (v == 0) untraced = t;
+      times[static_cast<size_t>(v)].push_back(t);
+      ratios[static_cast<size_t>(v)].push_back(t / untraced);
     }
+  }
+  auto median = [](std::vector<double> x) {
+    std::sort(x.begin(), x.end());
+    return x.size() % 2 ? x[x.size() / 2] : 0.5 * (x[x.size() / 2 - 1] + x[x.size() / 2]);
+  };
+  std::printf("| %lld requests x %lld tokens, %lld rounds | median run s | tokens/s | time ratio to untraced, per round | median ratio |\n",
+              static_cast<long long>(requests), static_cast<long long>(tokens), static_cast<long long>(reps));
+  std::printf("|---|---|---|---|---|\n");
+  for (int v = 0; v < 4; ++v) {
+    const size_t i = static_cast<size_t>(v);
+    if (times[i].empty()) continue;
+    std::string per_round;
+    for (double x : ratios[i]) per_round += (per_round.empty() ? "" : ", ") + std::to_string(x).substr(0, 5);
+    const double t = median(times[i]);
+    std::printf("| %s | %.2f | %.1f | %s | %.3f |\n", names[v], t, requests * tokens / t, per_round.c_str(),
+                median(ratios[i]));
+  }
   return 0;
 }
