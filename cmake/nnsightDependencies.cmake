@@ -51,9 +51,25 @@ endif()
 # c10d (stores) and its gloo process group: LibTorch's C++ API for them moved
 # between releases and some builds leave them out, so try to compile what
 # tp/c10d_backend.cpp uses rather than trust version numbers.
+# The checks link the library files, not LibTorch's imported targets: a
+# try_compile project does not see the targets those depend on (the pip
+# wheel's torch_cpu names protobuf::libprotobuf), and the libraries' own
+# dependencies are resolved at run time, not here.
 include(CheckCXXSourceCompiles)
-set(CMAKE_REQUIRED_LIBRARIES ${TORCH_LIBRARIES})
-set(CMAKE_REQUIRED_FLAGS "-std=c++17")
+find_library(NNSIGHT_TORCH_CPU_LIBRARY torch_cpu HINTS "${TORCH_INSTALL_PREFIX}/lib")
+find_library(NNSIGHT_C10_LIBRARY c10 HINTS "${TORCH_INSTALL_PREFIX}/lib")
+set(CMAKE_REQUIRED_INCLUDES ${TORCH_INCLUDE_DIRS})
+# torch_cpu's own definitions (USE_C10D_GLOO and friends) gate the headers.
+get_target_property(_nnsight_torch_defs torch_cpu INTERFACE_COMPILE_DEFINITIONS)
+set(CMAKE_REQUIRED_DEFINITIONS)
+foreach(_def IN LISTS _nnsight_torch_defs)
+  if(_def AND NOT _def MATCHES "\\$<")
+    list(APPEND CMAKE_REQUIRED_DEFINITIONS "-D${_def}")
+  endif()
+endforeach()
+set(CMAKE_REQUIRED_LIBRARIES ${NNSIGHT_TORCH_CPU_LIBRARY} ${NNSIGHT_C10_LIBRARY})
+set(CMAKE_REQUIRED_LINK_OPTIONS "-Wl,--allow-shlib-undefined")
+set(CMAKE_REQUIRED_FLAGS "-std=c++17 ${TORCH_CXX_FLAGS}")
 set(CMAKE_REQUIRED_QUIET ON)
 check_cxx_source_compiles([=[
 #include <torch/csrc/distributed/c10d/FileStore.hpp>
@@ -64,7 +80,10 @@ check_cxx_source_compiles([=[
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 int main() { auto o = c10d::ProcessGroupGloo::Options::create(); return o ? 0 : 1; }
 ]=] NNSIGHT_HAVE_GLOO)
+unset(CMAKE_REQUIRED_INCLUDES)
+unset(CMAKE_REQUIRED_DEFINITIONS)
 unset(CMAKE_REQUIRED_LIBRARIES)
+unset(CMAKE_REQUIRED_LINK_OPTIONS)
 unset(CMAKE_REQUIRED_FLAGS)
 unset(CMAKE_REQUIRED_QUIET)
 
