@@ -67,4 +67,14 @@ void CliArgs::check_known(const std::vector<std::string>& known) const {
       throw std::invalid_argument("unknown option --" + name);
 }
 
+std::string escape_newlines(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '\n') out += "\\n";
+    else if (c == '\\') out += "\\\\";
+    else out += c;
+  }
+  return out;
+}
+
 }  // namespace nnsight::cli

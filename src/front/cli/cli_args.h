@@ -25,4 +25,8 @@ class CliArgs {
   std::map<std::string, std::vector<std::string>> values_;
 };
 
+// For one output line per prompt: a newline becomes a backslash and an n,
+// and a backslash is doubled.
+std::string escape_newlines(const std::string& s);
+
 }  // namespace nnsight::cli

@@ -26,15 +26,6 @@ const char* kHelp =
     "Prints only the generated text on stdout (one line per prompt in batch mode,\n"
     "newlines escaped as \\n); logs go to stderr.\n";
 
-std::string escape_newlines(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '\n') out += "\\n";
-    else if (c == '\\') out += "\\\\";
-    else out += c;
-  }
-  return out;
-}
 }  // namespace
 
 int generate_command(int argc, char** argv) {

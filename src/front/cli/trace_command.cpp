@@ -32,16 +32,6 @@ const char* kHelp =
     "Prints the generated text on stdout, one line per prompt (newlines escaped as \\n).\n"
     "Errors in a graph name the node and its line:column in the JSON file.\n";
 
-std::string escape_newlines(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '\n') out += "\\n";
-    else if (c == '\\') out += "\\\\";
-    else out += c;
-  }
-  return out;
-}
-
 // Every saved value as named tensors: lists become name.0, name.1, ...
 // (None elements are left out); numbers are 0-d tensors.
 std::vector<std::pair<std::string, at::Tensor>> flatten_saves(const TraceResult& result) {

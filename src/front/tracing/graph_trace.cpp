@@ -7,6 +7,7 @@
 
 #include "dsl/errors.h"
 #include "dsl/validate.h"
+#include "front/tracing/collect_trace_result.h"
 #include "front/tracing/schedule_check.h"
 #include "front/tracing/trace_payload.h"
 #include "runner/async_engine.h"
@@ -81,23 +82,7 @@ TraceResult run(LLM& llm, std::vector<runner::RequestInput> prompts, const std::
         .prefix_caching(false);   // hooks must see every token; writes must not leak into shared KV
     requests.push_back(std::move(in));
   }
-  auto handles = llm.engine().submit_group(std::move(requests));
-  std::vector<RequestOutput> outs;
-  for (const auto& h : handles) outs.push_back(h.result.get());
-  for (const auto& o : outs)
-    if (!o.error.empty()) throw TraceError(o.error);
-  std::map<std::string, SavedValue> saves;
-  for (auto& o : outs) {
-    for (auto& [name, v] : o.saves) {
-      SavedValue cpu = v;
-      if (cpu.tensor.defined()) cpu.tensor = cpu.tensor.cpu();
-      for (auto& t : cpu.list)
-        if (t.defined()) t = t.cpu();
-      saves[name] = std::move(cpu);
-    }
-    o.saves.clear();
-  }
-  return TraceResult(std::move(outs), std::move(saves));
+  return collect_trace_result(llm.engine().submit_group(std::move(requests)));
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 
 #include "core/model_path.h"
 #include "core/weight_source.h"
+#include "front/tracing/collect_trace_result.h"
 #include "front/tracing/trace_recorder.h"
 #include "runner/async_engine.h"
 
@@ -45,24 +46,7 @@ struct LanguageModel::Impl {
   std::future<TraceResult> submit(std::vector<runner::RequestInput> requests) {
     auto handles = llm->engine().submit_group(std::move(requests));
     // Deferred: waits (in the caller's thread, at get()) for every request of the trace.
-    return std::async(std::launch::deferred, [handles]() {
-      std::vector<RequestOutput> outs;
-      std::map<std::string, SavedValue> saves;
-      for (const auto& h : handles) outs.push_back(h.result.get());
-      for (const auto& o : outs)
-        if (!o.error.empty()) throw TraceError(o.error);
-      for (auto& o : outs) {
-        for (auto& [name, v] : o.saves) {
-          SavedValue cpu = v;
-          if (cpu.tensor.defined()) cpu.tensor = cpu.tensor.cpu();
-          for (auto& t : cpu.list)
-            if (t.defined()) t = t.cpu();
-          saves[name] = std::move(cpu);
-        }
-        o.saves.clear();
-      }
-      return TraceResult(std::move(outs), std::move(saves));
-    });
+    return std::async(std::launch::deferred, [handles]() { return tracing::collect_trace_result(handles); });
   }
 };
 
