@@ -43,17 +43,4 @@ struct BatchMeta {
   BatchMeta to(const at::Device& device) const;
 };
 
-// One sequence's part in a step, for building a BatchMeta by hand (tests, the
-// runner's slow paths). Tokens [cached_len, cached_len + new_len) are computed.
-struct SeqSlot {
-  int64_t cached_len = 0;            // tokens already in the cache
-  int64_t new_len = 0;               // tokens computed this step
-  std::vector<int32_t> block_table;  // blocks holding the sequence, in order
-  bool wants_logits = true;          // compute logits for its last new token
-};
-
-// Builds a BatchMeta on the CPU. Throws std::invalid_argument if a sequence's
-// block table cannot hold its context.
-BatchMeta build_batch_meta(const std::vector<SeqSlot>& seqs, int64_t block_size);
-
 }  // namespace nnsight::batching

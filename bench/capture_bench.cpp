@@ -35,10 +35,10 @@
 #include "core/weight_source.h"
 #include "front/capture/ring_writer.h"
 #include "models/causal_lm.h"
-#include "runner/engine.h"
-#include "runner/inproc_executor.h"
-#include "runner/runner_extension.h"
-#include "runner/worker_setup.h"
+#include "runner/engine/engine.h"
+#include "runner/executor/inproc_executor.h"
+#include "runner/model_runner/runner_extension.h"
+#include "runner/executor/worker_setup.h"
 #include "support/bench_support.h"
 
 using namespace nnsight;

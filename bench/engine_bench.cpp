@@ -22,11 +22,11 @@
 #include <thread>
 #include <vector>
 
-#include "batching/batch_meta.h"
+#include "batching/flattener.h"
 #include "core/weight_source.h"
 #include "models/causal_lm.h"
-#include "runner/engine.h"
-#include "runner/inproc_executor.h"
+#include "runner/engine/engine.h"
+#include "runner/executor/inproc_executor.h"
 #include "support/bench_support.h"
 
 using namespace nnsight;
@@ -197,8 +197,11 @@ int main(int argc, char** argv) {
     std::vector<int32_t> p32 = random_prompt(rng, n, m32->config().vocab_size);
     std::vector<int64_t> ids(p32.begin(), p32.end());
     std::vector<int32_t> blocks = {0, 1, 2, 3};
-    batching::SeqSlot slot{0, n, blocks, true};
-    auto meta = batching::build_batch_meta({slot}, 16);
+    batching::SeqSlot slot;
+    slot.token_ids = p32;
+    slot.block_table = blocks;
+    slot.sample = true;
+    auto meta = batching::flatten_slots({slot}, 16).meta;
     meta.logits_rows = at::arange(n, at::kLong);
     auto run = [&](CausalLM& m) {
       auto kv = allocate_kv_caches(m.num_layers(), 4, 16, m.local_kv_heads(), m.head_dim(), m.options());

@@ -24,7 +24,7 @@
 #include <thread>
 #include <vector>
 
-#include "runner/engine.h"
+#include "runner/engine/engine.h"
 #include "support/bench_support.h"
 #include "tp/make_process_group.h"
 

@@ -13,6 +13,13 @@ find_package(nlohmann_json 3.10 REQUIRED)
 find_package(cereal QUIET)
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(PCRE2 REQUIRED IMPORTED_TARGET libpcre2-8)
+find_package(absl REQUIRED)
+find_package(CLI11 QUIET CONFIG)
+if(NOT TARGET CLI11::CLI11)
+  find_path(CLI11_INCLUDE_DIR CLI/CLI.hpp REQUIRED)
+  add_library(CLI11::CLI11 INTERFACE IMPORTED)
+  set_target_properties(CLI11::CLI11 PROPERTIES INTERFACE_INCLUDE_DIRECTORIES "${CLI11_INCLUDE_DIR}")
+endif()
 
 if(NOT TARGET cereal::cereal)
   find_path(CEREAL_INCLUDE_DIR cereal/cereal.hpp REQUIRED)
@@ -27,6 +34,7 @@ message(STATUS "nnsight: LibTorch ${Torch_VERSION} from ${TORCH_INSTALL_PREFIX}"
 add_library(nnsight_private_deps INTERFACE)
 target_link_libraries(nnsight_private_deps INTERFACE
   Boost::context nlohmann_json::nlohmann_json cereal::cereal PkgConfig::PCRE2
+  absl::flat_hash_map absl::flat_hash_set absl::strings absl::str_format absl::synchronization
   Threads::Threads ${CMAKE_DL_LIBS} rt)
 
 # at::parallel_for is a header template: with LibTorch's OpenMP backend it runs

@@ -77,6 +77,12 @@ class EngineArgs {
   bool show_progress() const { return show_progress_; }
   EngineArgs& show_progress(bool v) { show_progress_ = v; return *this; }  // default on
 
+  // Memory one request's intervention may hold at once (checked before each
+  // allocation of its graph's ops); 0 = a sixteenth of physical memory,
+  // between 256 MiB and 1.5 GiB.
+  int64_t intervention_memory_mb() const { return intervention_memory_mb_; }
+  EngineArgs& intervention_memory_mb(int64_t v) { intervention_memory_mb_ = v; return *this; }  // default 0
+
   // ---- looking inside the served model
   // SGLang-style forward hooks: a JSON list of {"name", "target_modules": [globs],
   // "hook_factory": "module:factory", "config": {...}} attached at start-up, or the
@@ -109,7 +115,7 @@ class EngineArgs {
        enable_prefix_caching_, block_size_, num_kv_blocks_, kv_cache_memory_mb_, executor_, tensor_parallel_size_,
        worker_timeout_s_, worker_program_, seed_, num_threads_, show_progress_, forward_hooks_, capture_enabled_,
        capture_set_, capture_layers_, capture_sample_rate_, capture_compression_k_, capture_buffer_size_gb_, engine_id_,
-       tp_rendezvous_, worker_addresses_);
+       tp_rendezvous_, worker_addresses_, intervention_memory_mb_);
   }
 
  private:
@@ -124,6 +130,7 @@ class EngineArgs {
   int64_t block_size_ = 16;
   int64_t num_kv_blocks_ = 0;
   int64_t kv_cache_memory_mb_ = 1024;
+  int64_t intervention_memory_mb_ = 0;
   std::string executor_ = "inproc";
   int64_t tensor_parallel_size_ = 1;
   double worker_timeout_s_ = 120.0;

@@ -115,6 +115,8 @@ class ForwardBatch {
   BatchRequest request(size_t i) const;  // in flat-batch order; throws std::out_of_range
   std::optional<BatchRequest> find(uint64_t request_id) const;
   std::optional<BatchRequest> request_of_row(int64_t row) const;  // the request owning flat row `row`
+  // The rows of `t` ([num_tokens, ...]) that `r` owns: a view.
+  at::Tensor rows_of(const BatchRequest& r, const at::Tensor& t) const;
 
  private:
   explicit ForwardBatch(const void* step) : step_(step) {}

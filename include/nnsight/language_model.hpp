@@ -14,6 +14,7 @@
 // model. trace() blocks; submit() returns a future (any thread may call it).
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <future>
@@ -61,6 +62,35 @@ class TraceResult {
   std::map<std::string, SavedValue> saves_;
 };
 
+// A submitted trace. Its result arrives through a real future: wait_for()
+// answers `timeout` while the trace runs and `ready` once it is done.
+// cancel() aborts the trace's requests; get() then throws nnsight::TraceError
+// (a trace that already finished keeps its result). Use it while the
+// LanguageModel that made it lives.
+class TraceFuture {
+ public:
+  TraceFuture() = default;
+  TraceFuture(std::future<TraceResult> future, std::function<void()> cancel)
+      : future_(std::move(future)), cancel_(std::move(cancel)) {}
+
+  TraceResult get() { return future_.get(); }
+  bool valid() const { return future_.valid(); }
+  void wait() const { future_.wait(); }
+  template <class Rep, class Period>
+  std::future_status wait_for(const std::chrono::duration<Rep, Period>& d) const {
+    return future_.wait_for(d);
+  }
+  void cancel() const {
+    if (cancel_) cancel_();
+  }
+  // The plain std::future (to keep it in a container of them).
+  operator std::future<TraceResult>() && { return std::move(future_); }
+
+ private:
+  std::future<TraceResult> future_;
+  std::function<void()> cancel_;
+};
+
 class LanguageModel {
  public:
   using Body = std::function<void(Tracer&)>;
@@ -84,11 +114,11 @@ class LanguageModel {
 
   // Records the body now (in this thread) and returns at once; the result
   // arrives through the future. Static errors are thrown here.
-  std::future<TraceResult> submit(const std::string& prompt, const SamplingParams& params, const Body& body,
-                                  CallSite site = CallSite());
-  std::future<TraceResult> submit(const std::vector<int32_t>& prompt_token_ids, const SamplingParams& params,
-                                  const Body& body, CallSite site = CallSite());
-  std::future<TraceResult> submit(const SamplingParams& params, const Body& body, CallSite site = CallSite());
+  TraceFuture submit(const std::string& prompt, const SamplingParams& params, const Body& body,
+                     CallSite site = CallSite());
+  TraceFuture submit(const std::vector<int32_t>& prompt_token_ids, const SamplingParams& params, const Body& body,
+                     CallSite site = CallSite());
+  TraceFuture submit(const SamplingParams& params, const Body& body, CallSite site = CallSite());
 
   // ---- inside a trace body
   // A module by Hugging Face path. Throws nnsight::TraceError for an unknown
@@ -115,10 +145,8 @@ class LanguageModel {
   // Throws nnsight::Error naming the parameter when the model has no such one.
   at::Tensor parameter(const std::string& name) const;
 
-  struct Impl;
-  Impl& impl() const { return *impl_; }
-
  private:
+  struct Impl;
   std::unique_ptr<Impl> impl_;
 };
 

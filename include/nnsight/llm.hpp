@@ -24,6 +24,7 @@ namespace nnsight {
 
 namespace runner {
 class AsyncEngine;
+struct LLMAccess;
 }
 
 class LLM {
@@ -52,10 +53,9 @@ class LLM {
   std::vector<int32_t> encode(const std::string& text, bool add_special_tokens = true) const;
   std::string decode(const std::vector<int32_t>& ids, bool skip_special_tokens = false) const;
 
-  // The engine behind this LLM (for layers built on it, such as tracing).
-  runner::AsyncEngine& engine();
-
  private:
+  // The engine, for the layers built on it (tracing): runner/engine/llm_access.h.
+  friend struct runner::LLMAccess;
   std::unique_ptr<runner::AsyncEngine> engine_;
 };
 

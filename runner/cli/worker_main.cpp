@@ -17,8 +17,8 @@
 #include <exception>
 #include <string>
 
-#include "runner/tcp_endpoint.h"
-#include "runner/worker_loop.h"
+#include "runner/executor/tcp_endpoint.h"
+#include "runner/executor/worker_loop.h"
 
 namespace {
 int usage() {

@@ -3,7 +3,8 @@
 //   1. forward_hooks (docs/hooks.md)
 //   2. activation capture (docs/capture.md) -- after the hooks, so capture
 //      records what the rest of the model consumes.
-// Both register at library load; runner/runner_extension.h runs them.
+//   3. tracing (the interleaver): its observer runs last at each phase.
+// Both register at library load; runner/model_runner/runner_extension.h runs them.
 #include <unistd.h>
 
 #include <memory>
@@ -14,8 +15,9 @@
 #include "front/capture/capture_observer.h"
 #include "front/hooks/forward_hook_installer.h"
 #include "front/hooks/hook_specs.h"
-#include "runner/model_runner.h"
-#include "runner/runner_extension.h"
+#include "front/tracing/tracing_extension.h"
+#include "runner/model_runner/model_runner.h"
+#include "runner/model_runner/runner_extension.h"
 
 namespace nnsight {
 
@@ -53,9 +55,11 @@ void attach_capture(runner::RunnerExtensionContext& ctx) {
   ctx.runner.add_observer(std::move(observer));
 }
 
+// The order is explicit, not the order static initializers happen to run in.
 const bool kRegistered = [] {
-  runner::register_runner_extension("front.forward_hooks", attach_forward_hooks);
-  runner::register_runner_extension("front.capture", attach_capture);
+  runner::register_runner_extension("front.forward_hooks", 10, attach_forward_hooks);
+  runner::register_runner_extension("front.capture", 20, attach_capture);
+  runner::register_runner_extension("front.tracing", 30, tracing::attach_tracing);
   return true;
 }();
 

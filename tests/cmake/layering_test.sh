@@ -28,6 +28,40 @@ check src/models batching core tp models
 check dsl        core dsl
 check runner     batching core tp models runner
 check src/front  batching core tp models dsl runner front
+# runner/ is in rooms, lowest first: a room includes only rooms before it
+# (docs/design.md).
+check_room() {  # room, allowed rooms...
+  local room="$1"; shift
+  local allowed="$*"
+  while IFS= read -r line; do
+    file="${line%%:*}"
+    inc="$(sed -E 's/.*#include "([^"]+)".*/\1/' <<<"$line")"
+    [[ "$inc" != runner/* ]] && continue
+    r="${inc#runner/}"; r="${r%%/*}"
+    ok=0
+    for a in $allowed; do [ "$r" = "$a" ] && ok=1; done
+    if [ $ok = 0 ]; then
+      echo "layering: $file includes \"$inc\" but runner/$room may use only: $allowed"
+      status=1
+    fi
+  done < <(grep -rHn --include='*.h' --include='*.cpp' '#include "' "$root/runner/$room" 2>/dev/null | sed "s|$root/||")
+}
+check_room step         step
+check_room sampling     step sampling
+check_room scheduler    step scheduler
+check_room model_runner step sampling model_runner
+check_room executor     step sampling model_runner executor
+check_room engine       step sampling scheduler model_runner executor engine
+for f in "$root"/runner/*.h "$root"/runner/*.cpp; do
+  [ -e "$f" ] && { echo "layering: ${f#$root/} sits in runner/ itself; it belongs in a room"; status=1; }
+done
+# The flat-batch row arithmetic lives in batching/ alone: no other library
+# folder narrows a request's rows out of a token range by hand.
+if grep -rnE 'narrow\(0, *[a-z_>.-]*token_start|token_start *\+ *[a-z_>.-]*num_tokens' \
+     "$root/src" "$root/runner" "$root/tp" "$root/dsl" --include='*.h' --include='*.cpp'; then
+  echo "layering: request rows computed by hand outside batching/ (use batching/batch_groups.h)"
+  status=1
+fi
 # Public headers include only public headers.
 if grep -rn '#include "' "$root/include/nnsight"; then
   echo "layering: public headers must include only <nnsight/...> and external headers"

@@ -10,8 +10,8 @@
 
 #include <nnsight/nnsight.hpp>
 
-#include "runner/engine.h"
-#include "runner/mp_executor.h"
+#include "runner/engine/engine.h"
+#include "runner/executor/mp_executor.h"
 #include "support/scratch_dir.h"
 #include "support/tiny_checkpoint.h"
 #include "support/tiny_models.h"

@@ -8,7 +8,8 @@
 #include <numeric>
 #include <random>
 
-#include "batching/batch_meta.h"
+#include "batching/flattener.h"
+#include "support/seq_slots.h"
 #include "core/kernels/paged_attention.h"
 #include "core/kv_cache.h"
 #include "models/causal_lm.h"
@@ -55,13 +56,19 @@ class FlatBatchHarness {
         s.blocks.push_back(free_.back());
         free_.pop_back();
       }
-      slots.push_back({s.cached, counts[i], s.blocks, true});
-      for (int64_t p = s.cached; p < need; ++p) ids.push_back(s.tokens[static_cast<size_t>(p)]);
+      std::vector<int32_t> new_tokens;
+      for (int64_t p = s.cached; p < need; ++p) {
+        ids.push_back(s.tokens[static_cast<size_t>(p)]);
+        new_tokens.push_back(static_cast<int32_t>(s.tokens[static_cast<size_t>(p)]));
+      }
+      slots.push_back(testing::seq_slot(s.cached, std::move(new_tokens), s.blocks));
       out.rows.emplace_back(i, s.cached);
       out.counts.push_back(counts[i]);
     }
-    batching::BatchMeta meta = batching::build_batch_meta(slots, block_size_);
-    at::Tensor tokens = at::tensor(ids, at::kLong);
+    batching::FlatBatch batch = batching::flatten_slots(slots, block_size_);
+    const batching::BatchMeta& meta = batch.meta;
+    at::Tensor tokens = batch.token_ids;
+    EXPECT_TRUE(tokens.equal(at::tensor(ids, at::kLong)));
     out.hidden = model_.forward(tokens, meta, kv_);
     out.logits = model_.compute_logits(out.hidden, meta.logits_rows);
     for (size_t i = 0; i < seqs.size(); ++i) seqs[i].cached += counts[i];
@@ -144,8 +151,9 @@ TEST(FlatBatchForward, ModulePathsFollowHuggingFace) {
 TEST(PagedAttention, CpuKernelEqualsGenericPath) {
   at::manual_seed(7);
   const int64_t heads = 6, kvh = 2, d = 16, bs = 4;
-  std::vector<batching::SeqSlot> slots = {{0, 7, {3, 0}, true}, {5, 1, {1, 4}, true}, {2, 3, {2, 5}, true}};
-  auto meta = batching::build_batch_meta(slots, bs);
+  std::vector<batching::SeqSlot> slots = {testing::seq_slot(0, 7, {3, 0}), testing::seq_slot(5, 1, {1, 4}),
+                                          testing::seq_slot(2, 3, {2, 5})};
+  auto meta = batching::flatten_slots(slots, bs).meta;
   KVCache cache = KVCache::allocate(6, bs, kvh, d, at::kFloat);
   cache.key.normal_();
   cache.value.normal_();

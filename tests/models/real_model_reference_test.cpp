@@ -8,7 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "batching/batch_meta.h"
+#include "batching/flattener.h"
+#include "support/seq_slots.h"
 #include "core/weight_source.h"
 #include "models/causal_lm.h"
 #include "support/real_model.h"
@@ -38,7 +39,7 @@ TEST(RealModelReference, LogitsAndResidualStreamMatchNumpyReference) {
     std::vector<int64_t> ids = r["ids"].get<std::vector<int64_t>>();
     const int64_t n = static_cast<int64_t>(ids.size());
     std::vector<int32_t> blocks = {0, 1};
-    auto meta = batching::build_batch_meta({{0, n, blocks, true}}, 16);
+    auto meta = batching::flatten_slots({testing::seq_slot(0, n, blocks)}, 16).meta;
     auto kv = allocate_kv_caches(model->num_layers(), 2, 16, model->local_kv_heads(), model->head_dim(), model->options());
     at::Tensor hidden = model->forward(at::tensor(ids, at::kLong), meta, kv);
     at::Tensor logits = model->compute_logits(hidden, meta.logits_rows)[0];  // [vocab]

@@ -12,7 +12,7 @@
 
 #include <nnsight/engine_args.hpp>
 
-#include "runner/mp_executor.h"
+#include "runner/executor/mp_executor.h"
 
 extern char** environ;
 

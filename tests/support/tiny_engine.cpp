@@ -2,9 +2,9 @@
 
 #include <stdexcept>
 
-#include "runner/inproc_executor.h"
-#include "runner/runner_extension.h"
-#include "runner/worker_setup.h"
+#include "runner/executor/inproc_executor.h"
+#include "runner/model_runner/runner_extension.h"
+#include "runner/executor/worker_setup.h"
 #include "support/tiny_models.h"
 
 namespace nnsight::testing {

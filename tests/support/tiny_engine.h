@@ -6,7 +6,7 @@
 #include <nnsight/engine_args.hpp>
 
 #include "models/causal_lm.h"
-#include "runner/engine.h"
+#include "runner/engine/engine.h"
 
 namespace nnsight::testing {
 

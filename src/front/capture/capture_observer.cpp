@@ -82,10 +82,10 @@ void CaptureObserver::before_forward(const runner::StepContext& ctx) {
   meta_.clear();
   auto* rows = rows_host_.data_ptr<int64_t>();
   int64_t n = 0;
-  for (const auto& r : *ctx.requests) {
+  for (const auto& r : *ctx.groups) {
     if (r.num_tokens <= 0 || !request_sampled(r.id, config_.sample_rate, config_.seed)) continue;
-    rows[n++] = r.token_start + r.num_tokens - 1;
-    meta_.push_back(RowMeta{r.id, r.num_generated, r.num_computed + r.num_tokens - 1});
+    rows[n++] = r.last_token_row();
+    meta_.push_back(RowMeta{r.id, r.num_generated, r.last_position()});
   }
   n_ = n;
   std::fill(fired_.begin(), fired_.end(), 0);

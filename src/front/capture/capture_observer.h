@@ -23,7 +23,7 @@
 #include "front/capture/capture_config.h"
 #include "front/capture/ring_writer.h"
 #include "models/causal_lm.h"
-#include "runner/step_observer.h"
+#include "runner/model_runner/step_observer.h"
 
 namespace nnsight::capture {
 

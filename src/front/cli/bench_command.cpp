@@ -12,11 +12,12 @@
 #include <nlohmann/json.hpp>
 #include <nnsight/llm.hpp>
 
+#include "runner/engine/llm_access.h"
 #include "core/progress.h"
 #include "front/cli/cli_args.h"
 #include "front/cli/commands.h"
 #include "front/cli/engine_options.h"
-#include "runner/async_engine.h"
+#include "runner/engine/async_engine.h"
 
 namespace nnsight::cli {
 
@@ -52,7 +53,7 @@ int bench_command(int argc, char** argv) {
     throw std::invalid_argument("--num-prompts, --input-len and --output-len must be >= 1");
 
   LLM llm(engine_args_from(args));
-  const int64_t vocab = llm.engine().model_config().vocab_size;
+  const int64_t vocab = runner::LLMAccess::engine(llm).model_config().vocab_size;
   std::mt19937_64 rng(static_cast<uint64_t>(args.get_int("seed", 0)));
   std::uniform_int_distribution<int32_t> tok(3, static_cast<int32_t>(vocab - 1));
   SamplingParams params = SamplingParams().temperature(0).max_tokens(out_len).ignore_eos(true);

@@ -7,7 +7,7 @@ namespace nnsight::cli {
 std::vector<std::string> engine_option_names() {
   return {"dtype", "device", "seed-engine", "executor", "tensor-parallel-size", "tp-rendezvous",
           "worker-addresses", "threads", "max-num-seqs",
-          "max-num-batched-tokens", "kv-cache-mb", "block-size", "forward-hooks", "engine-id", "capture-layers",
+          "max-num-batched-tokens", "kv-cache-mb", "intervention-memory-mb", "block-size", "forward-hooks", "engine-id", "capture-layers",
           "capture-sample-rate", "capture-compression-k", "capture-buffer-gb"};
 }
 
@@ -30,6 +30,7 @@ EngineArgs engine_args_from(const CliArgs& a) {
   e.max_num_batched_tokens(a.get_int("max-num-batched-tokens", e.max_num_batched_tokens()));
   e.kv_cache_memory_mb(a.get_int("kv-cache-mb", e.kv_cache_memory_mb()));
   e.block_size(a.get_int("block-size", e.block_size()));
+  e.intervention_memory_mb(a.get_int("intervention-memory-mb", e.intervention_memory_mb()));
   e.enable_prefix_caching(!a.has("no-prefix-caching"));
   e.enable_chunked_prefill(!a.has("no-chunked-prefill"));
   e.show_progress(!a.has("no-progress"));

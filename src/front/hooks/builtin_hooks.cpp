@@ -40,8 +40,8 @@ struct RowFilter {
     for (uint64_t id : ids) {
       auto r = batch->find(id);
       if (!r || r->num_tokens == 0) continue;
-      at::Tensor rows = out.narrow(0, r->token_start, r->num_tokens);
-      rows.copy_(f(rows));
+      at::Tensor rows = batch->rows_of(*r, y);
+      rows.copy_(f(batch->rows_of(*r, out)));
     }
     return out;
   }

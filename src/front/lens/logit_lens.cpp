@@ -12,7 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "runner/async_engine.h"
+#include "runner/engine/llm_access.h"
+#include "runner/engine/async_engine.h"
 
 namespace nnsight {
 namespace {
@@ -88,7 +89,7 @@ LogitLens logit_lens(LanguageModel& lm, const std::string& prompt, const LogitLe
   }
   at::Tensor residual = at::stack(rows);  // [layers, positions, hidden]
   at::Tensor head = lm.parameter("lm_head.weight");  // [vocab, hidden]
-  const double eps = lm.llm().engine().model_config().norm_eps;
+  const double eps = runner::LLMAccess::engine(lm.llm()).model_config().norm_eps;
   at::Tensor normed = final_norm(lm, arch, residual, eps);
   at::Tensor logits = at::matmul(normed, head.t());  // [layers, positions, vocab]
   at::Tensor probs = at::softmax(logits, -1);

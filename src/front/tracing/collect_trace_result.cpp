@@ -10,6 +10,10 @@ namespace nnsight::tracing {
 TraceResult collect_trace_result(const std::vector<runner::RequestHandle>& handles) {
   std::vector<RequestOutput> outs;
   for (const auto& h : handles) outs.push_back(h.result.get());
+  return collect_trace_result(std::move(outs));
+}
+
+TraceResult collect_trace_result(std::vector<RequestOutput> outs) {
   for (const auto& o : outs)
     if (!o.error.empty()) throw TraceError(o.error);
   std::map<std::string, SavedValue> saves;

@@ -7,10 +7,12 @@
 
 #include <nnsight/language_model.hpp>
 
-#include "runner/async_engine.h"
+#include "runner/engine/async_engine.h"
 
 namespace nnsight::tracing {
 
 TraceResult collect_trace_result(const std::vector<runner::RequestHandle>& handles);
+// The same from the requests' final outputs (in invoke order).
+TraceResult collect_trace_result(std::vector<RequestOutput> outputs);
 
 }  // namespace nnsight::tracing

@@ -8,9 +8,10 @@
 #include "dsl/errors.h"
 #include "dsl/validate.h"
 #include "front/tracing/collect_trace_result.h"
+#include "runner/engine/llm_access.h"
 #include "front/tracing/schedule_check.h"
 #include "front/tracing/trace_payload.h"
-#include "runner/async_engine.h"
+#include "runner/engine/async_engine.h"
 
 namespace nnsight::tracing {
 namespace {
@@ -63,7 +64,7 @@ TraceResult run(LLM& llm, std::vector<runner::RequestInput> prompts, const std::
   } catch (const dsl::ValidationError& e) {
     throw TraceError(std::string(e.what()));
   }
-  check_trace(ptrs, llm.engine().model_structure());
+  check_trace(ptrs, runner::LLMAccess::engine(llm).model_structure());
 
   const uint64_t trace_id = g_next_trace.fetch_add(1);
   std::vector<runner::RequestInput> requests;
@@ -74,15 +75,10 @@ TraceResult run(LLM& llm, std::vector<runner::RequestInput> prompts, const std::
     p.graphs.push_back(PayloadGraph{GraphRole::kInvoke, mains[i]});
     runner::RequestInput in = std::move(prompts[i]);
     in.params = params;
-    in.params.payload(encode_payload(p))
-        .trace_id(trace_id)
-        .invoke_index(static_cast<int32_t>(i))
-        .group_id("trace:" + std::to_string(trace_id))
-        .allow_chunking(false)    // a traced prefill is one step
-        .prefix_caching(false);   // hooks must see every token; writes must not leak into shared KV
+    make_traced(in.params, p, trace_id, static_cast<int32_t>(i));
     requests.push_back(std::move(in));
   }
-  return collect_trace_result(llm.engine().submit_group(std::move(requests)));
+  return collect_trace_result(runner::LLMAccess::engine(llm).submit_group(std::move(requests)));
 }
 
 }  // namespace

@@ -9,7 +9,7 @@
 
 #include "dsl/errors.h"
 #include "dsl/provider_key.h"
-#include "front/tracing/schedule_check.h"
+#include "front/tracing/admission.h"
 #include "front/tracing/trace_payload.h"
 
 namespace nnsight::tracing {
@@ -27,17 +27,6 @@ std::string shape_str(at::IntArrayRef s) {
   return out + "]";
 }
 
-// Module keys ("<path>.output" / ".input" / ".inputs") a graph reads or writes.
-std::set<std::string> module_keys(const dsl::Graph& g) {
-  std::set<std::string> keys;
-  for (const auto& n : g.nodes) {
-    if (n.kind != dsl::NodeKind::Get && n.kind != dsl::NodeKind::Set) continue;
-    auto k = dsl::parse_provider_key(n.name);
-    if (k && !k->module_path.empty()) keys.insert(n.name);
-  }
-  return keys;
-}
-
 const char* kMissed =
     "Execution complete but `%s` was not provided at step %lld. Did you call an Envoy out of order? "
     "Investigate why this module was not called.";
@@ -50,8 +39,11 @@ std::string missed_message(const std::string& key, int64_t step) {
 
 }  // namespace
 
-Interleaver::Interleaver(runner::ModelRunner& runner, dsl::Limits limits, const dsl::FunctionRegistry* functions)
-    : runner_(runner), limits_(limits), functions_(functions), logits_module_("lm_head") {
+Interleaver::Interleaver(runner::ModelRunner& runner, const InterleaverOptions& options)
+    : runner_(runner),
+      admission_{&runner.structure(), options.limits, options.functions, options.memory_budget_bytes},
+      vocab_size_(runner.model().config().vocab_size) {
+  if (options.memory_budget_bytes > 0) install_budget_allocator();
   for (auto& [path, m] : runner_.model().named_hookable_modules()) modules_[path] = m;
 }
 
@@ -73,32 +65,15 @@ void Interleaver::on_new_request(const runner::NewRequest& nr) {
   const uint64_t trace_id = nr.params.trace_id();
   TraceGroup* g = nullptr;
   try {
-    TracePayload p = decode_payload(nr.params.payload(), limits_);
+    TracePayload p = decode_payload(nr.params.payload(), admission_.limits);
     auto& slot = groups_[trace_id];
     if (!slot) slot = std::make_unique<TraceGroup>(trace_id, p.num_requests, p.num_invokes);
     g = slot.get();
     trace_of_[nr.id] = trace_id;
     g->requests().push_back(nr.id);
-    if (g->failed) throw TraceError("another invoke of this trace failed before it started");
-    if (g->started) throw TraceError("trace " + std::to_string(trace_id) + " is already running");
-    for (auto& pg : p.graphs) {
-      check_graph(pg.graph, runner_.structure());
-      std::set<std::string> keys = module_keys(pg.graph);
-      const uint32_t invoke = pg.graph.invoke;
-      dsl::ValidatedGraph vg = dsl::validate(std::move(pg.graph), dsl::ValidateOptions().with_limits(limits_).with_functions(functions_));
-      auto m = std::make_unique<Mediator>(*g, pg.role == GraphRole::kPromptless ? 0 : nr.id, invoke, pg.role,
-                                          std::move(vg), functions_);
-      m->module_keys = std::move(keys);
-      g->add(std::move(m));
-    }
+    admit_request(nr, std::move(p), *g, admission_);
     if (g->complete()) {
-      std::vector<const dsl::Graph*> graphs(g->num_invokes(), nullptr);
-      for (const auto& m : g->mediators())
-        if (m->role() != GraphRole::kAuxiliary && m->invoke() < graphs.size()) graphs[m->invoke()] = &m->graph();
-      for (size_t i = 0; i < graphs.size(); ++i)
-        if (!graphs[i]) throw TraceError("trace " + std::to_string(trace_id) + " has no graph for invoke " + std::to_string(i));
-      dsl::validate_trace(graphs);
-      check_trace(graphs, runner_.structure());
+      check_complete_trace(*g, admission_);
       start_group(*g);
     }
   } catch (const std::exception& e) {
@@ -149,7 +124,7 @@ void Interleaver::sync_hooks() {
   for (auto it = hooks_.begin(); it != hooks_.end();) {
     if (!wanted.count(it->first)) {
       it->second.remove();
-      it = hooks_.erase(it);
+      hooks_.erase(it++);
     } else {
       ++it;
     }
@@ -159,20 +134,20 @@ void Interleaver::sync_hooks() {
     auto pk = dsl::parse_provider_key(key);
     auto mod = modules_.find(std::string(pk->module_path));
     if (mod == modules_.end()) continue;  // rejected at admission; nothing to hook
-    const bool sample_rows = std::string(pk->module_path) == logits_module_;
+    const batching::RowLevel level = runner_.structure().row_level(key);
     if (pk->kind == dsl::KeyKind::ModuleOutput) {
       const TensorSharding* sharding = mod->second->output_sharding();
       hooks_[key] = mod->second->register_forward_hook(
-          [this, key, sample_rows, sharding](Module&, const ModuleIO&, const ModuleIO& out) -> std::optional<ModuleIO> {
-            EventValue ev{out, std::vector<bool>(out.size(), false), sample_rows, sharding};
+          [this, key, level, sharding](Module&, const ModuleIO&, const ModuleIO& out) -> std::optional<ModuleIO> {
+            EventValue ev{out, std::vector<bool>(out.size(), false), level, sharding};
             dispatch(key, ev);
             return result_of(ev);
           });
     } else {
       const TensorSharding* sharding = mod->second->input_sharding();
       hooks_[key] = mod->second->register_forward_pre_hook(
-          [this, key, sample_rows, sharding](Module&, const ModuleIO& in) -> std::optional<ModuleIO> {
-            EventValue ev{in, std::vector<bool>(in.size(), false), sample_rows, sharding};
+          [this, key, level, sharding](Module&, const ModuleIO& in) -> std::optional<ModuleIO> {
+            EventValue ev{in, std::vector<bool>(in.size(), false), level, sharding};
             dispatch(key, ev);
             return result_of(ev);
           });
@@ -199,27 +174,26 @@ std::optional<ModuleIO> Interleaver::result_of(EventValue& ev) {
 }
 
 void Interleaver::before_forward(const runner::StepContext& ctx) {
-  step_.clear();
+  step_ = ctx.groups;
   if (groups_.empty()) {
     if (!hooks_.empty()) sync_hooks();
     return;
   }
-  for (const auto& r : *ctx.requests)
-    if (trace_of_.count(r.id)) step_[r.id] = &r;
   sync_hooks();
 }
 
-bool Interleaver::rows_for(const Mediator& m, TraceGroup& g, bool sample_rows, int64_t step, Rows& rows) const {
+const batching::BatchGroup* Interleaver::in_step(uint64_t request_id) const {
+  return step_ ? step_->find(request_id) : nullptr;
+}
+
+bool Interleaver::rows_for(const Mediator& m, TraceGroup& g, batching::RowLevel level, int64_t step,
+                           batching::RowRanges& rows) const {
   rows.clear();
   auto add = [&](uint64_t rid) {
-    auto it = step_.find(rid);
-    if (it == step_.end() || it->second->num_generated != step) return;
-    const runner::StepRequest& r = *it->second;
-    if (sample_rows) {
-      if (r.sample_row >= 0) rows.emplace_back(r.sample_row, 1);
-    } else {
-      rows.emplace_back(r.token_start, r.num_tokens);
-    }
+    const batching::BatchGroup* r = in_step(rid);
+    if (!r || r->num_generated != step) return;
+    const batching::RowRange range = r->rows(level);
+    if (!range.empty()) rows.push_back(range);
   };
   if (m.request_id() != 0) {
     add(m.request_id());
@@ -229,14 +203,8 @@ bool Interleaver::rows_for(const Mediator& m, TraceGroup& g, bool sample_rows, i
   return !rows.empty();
 }
 
-dsl::Value Interleaver::read(EventValue& ev, const std::string& key, const Rows& rows) const {
-  auto slice = [&](const at::Tensor& t) -> at::Tensor {
-    if (!t.defined()) return t;
-    if (rows.size() == 1) return t.narrow(0, rows[0].first, rows[0].second);
-    std::vector<at::Tensor> parts;
-    for (const auto& r : rows) parts.push_back(t.narrow(0, r.first, r.second));
-    return at::cat(parts, 0);
-  };
+dsl::Value Interleaver::read(EventValue& ev, const std::string& key, const batching::RowRanges& rows) const {
+  auto slice = [&](const at::Tensor& t) -> at::Tensor { return t.defined() ? batching::gather_rows(t, rows) : t; };
   const bool whole = ends_with(key, ".inputs") || (ends_with(key, ".output") && ev.io.is_tuple());
   if (whole) {
     std::vector<at::Tensor> items;
@@ -246,9 +214,9 @@ dsl::Value Interleaver::read(EventValue& ev, const std::string& key, const Rows&
   return dsl::Value(slice(ev.io.at(0)));
 }
 
-void Interleaver::write(EventValue& ev, const std::string& key, const Rows& rows, const dsl::Value& value) {
-  int64_t total = 0;
-  for (const auto& r : rows) total += r.second;
+void Interleaver::write(EventValue& ev, const std::string& key, const batching::RowRanges& rows,
+                        const dsl::Value& value) {
+  const int64_t total = batching::count_rows(rows);
   auto write_elem = [&](size_t i, const dsl::Value& v) {
     at::Tensor& target = ev.io.at(i);
     if (!target.defined()) throw Error("cannot set element " + std::to_string(i) + " of `" + key + "`: it is None");
@@ -257,6 +225,7 @@ void Interleaver::write(EventValue& ev, const std::string& key, const Rows& rows
     else if (v.kind() == dsl::ValueKind::Int) src = at::scalar_tensor(v.as_int());
     else if (v.is_number()) src = at::scalar_tensor(v.as_double());
     else throw Error("cannot set `" + key + "` to " + v.describe() + " (a tensor or a number is needed)");
+    if (key == "samples") check_token_ids(src);
     std::vector<int64_t> shape = target.sizes().vec();
     shape[0] = total;
     if (!at::is_expandable_to(src.sizes(), shape)) {
@@ -267,12 +236,7 @@ void Interleaver::write(EventValue& ev, const std::string& key, const Rows& rows
       target = target.clone();
       ev.cloned[i] = true;
     }
-    at::Tensor expanded = src.to(target.device(), target.scalar_type()).expand(shape);
-    int64_t off = 0;
-    for (const auto& r : rows) {
-      target.narrow(0, r.first, r.second).copy_(expanded.narrow(0, off, r.second));
-      off += r.second;
-    }
+    batching::write_rows(target, rows, src);
   };
   const bool whole = ends_with(key, ".inputs") || (ends_with(key, ".output") && ev.io.is_tuple());
   if (!whole) {
@@ -295,15 +259,28 @@ void Interleaver::write(EventValue& ev, const std::string& key, const Rows& rows
     if (!items[i].is_none() && ev.io.at(i).defined()) write_elem(i, items[i]);
 }
 
+void Interleaver::check_token_ids(const at::Tensor& ids) const {
+  if (at::isFloatingType(ids.scalar_type()) || at::isComplexType(ids.scalar_type()) || ids.scalar_type() == at::kBool)
+    throw Error("cannot set `samples` to a tensor of " + std::string(c10::toString(ids.scalar_type())) +
+                ": token ids are integers");
+  if (ids.numel() == 0) return;
+  const at::Tensor v = ids.to(at::kCPU, at::kLong);
+  const int64_t lo = v.min().item<int64_t>(), hi = v.max().item<int64_t>();
+  if (lo < 0 || hi >= vocab_size_) {
+    throw Error("cannot set `samples` to token id " + std::to_string(lo < 0 ? lo : hi) +
+                ": outside the model's vocabulary [0, " + std::to_string(vocab_size_) + ")");
+  }
+}
+
 void Interleaver::dispatch(const std::string& key, EventValue& ev) {
-  Rows rows;
+  batching::RowRanges rows;
   for (auto& [tid, gp] : groups_) {
     TraceGroup& g = *gp;
     if (!g.started || g.failed) continue;
     for (size_t i = 0; i < g.mediators().size() && !g.failed; ++i) {
       Mediator& m = *g.mediators()[i];
       while (!g.failed && m.waiting() && m.wait_key() == key &&
-             rows_for(m, g, ev.sample_rows, m.wait_step(), rows)) {
+             rows_for(m, g, ev.level, m.wait_step(), rows)) {
         gather(ev);  // outside the mediator's error handling: a failed collective ends the worker
         if (m.wait_kind() == Mediator::WaitKind::kGet) {
           dsl::Value v;
@@ -317,7 +294,7 @@ void Interleaver::dispatch(const std::string& key, EventValue& ev) {
           // A gather over several requests (an invoke without a prompt) is a
           // copy: write it back afterwards so in-place edits reach the model.
           dsl::Value gathered = rows.size() > 1 ? v : dsl::Value();
-          Rows gathered_rows = rows;
+          batching::RowRanges gathered_rows = rows;
           m.resume_with(std::move(v));
           after_resume(m, g);
           if (!gathered.is_none() && !g.failed) write(ev, key, gathered_rows, gathered);
@@ -339,22 +316,22 @@ void Interleaver::dispatch(const std::string& key, EventValue& ev) {
 
 void Interleaver::on_logits(const runner::StepContext& ctx, at::Tensor& logits) {
   if (groups_.empty()) return;
-  EventValue ev{ModuleIO(logits), {false}, true};
+  EventValue ev{ModuleIO(logits), {false}, batching::RowLevel::kPrompt};
   dispatch("logits", ev);
   if (ev.cloned[0]) logits = ev.io.at(0);
 }
 
 void Interleaver::on_samples(const runner::StepContext& ctx, at::Tensor& tokens) {
   if (groups_.empty()) return;
-  EventValue ev{ModuleIO(tokens), {false}, true};
+  EventValue ev{ModuleIO(tokens), {false}, batching::RowLevel::kPrompt};
   dispatch("samples", ev);
   if (ev.cloned[0]) tokens = ev.io.at(0);
   // The tokens each traced request continues with: its "result" at the end.
   at::Tensor cpu = tokens.to(at::kCPU, at::kLong);
   const auto* tok = cpu.data_ptr<int64_t>();
-  for (const auto& [rid, r] : step_) {
-    if (r->sample_row < 0) continue;
-    if (TraceGroup* g = group_of(rid)) g->results()[rid].push_back(tok[r->sample_row]);
+  for (const auto& r : *ctx.groups) {
+    if (!r.samples()) continue;
+    if (TraceGroup* g = group_of(r.id)) g->results()[r.id].push_back(tok[r.sample_row]);
   }
   check_missed(ctx);
 }
@@ -369,8 +346,8 @@ void Interleaver::check_missed(const runner::StepContext& ctx) {
       // Its step has come in this step's batch and gone without the value.
       bool passed = false;
       auto check = [&](uint64_t rid) {
-        auto it = step_.find(rid);
-        if (it != step_.end() && it->second->num_generated >= m.wait_step()) passed = true;
+        const batching::BatchGroup* r = in_step(rid);
+        if (r && r->num_generated >= m.wait_step()) passed = true;
       };
       if (m.request_id() != 0) check(m.request_id());
       else
@@ -424,7 +401,6 @@ void Interleaver::on_finished(uint64_t id, runner::FinishedRequest& out) {
     out.saves.clear();
   }
   trace_of_.erase(id);
-  step_.erase(id);
   if (g->finished().size() >= g->requests().size() && (g->complete() || g->failed)) groups_.erase(tid);
 }
 

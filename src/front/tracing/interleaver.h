@@ -28,21 +28,30 @@
 #include <memory>
 #include <set>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
+#include <absl/container/flat_hash_map.h>
+
 #include "core/module.h"
+#include "batching/batch_groups.h"
 #include "dsl/function_registry.h"
 #include "dsl/limits.h"
+#include "front/tracing/admission.h"
 #include "front/tracing/trace_group.h"
-#include "runner/model_runner.h"
-#include "runner/step_observer.h"
+#include "runner/model_runner/model_runner.h"
+#include "runner/model_runner/step_observer.h"
 
 namespace nnsight::tracing {
 
+struct InterleaverOptions {
+  dsl::Limits limits;                                 // sizes a payload may have
+  const dsl::FunctionRegistry* functions = nullptr;   // what `apply` nodes may call
+  int64_t memory_budget_bytes = 0;                    // per request's intervention; 0 = unbounded
+};
+
 class Interleaver final : public runner::StepObserver {
  public:
-  Interleaver(runner::ModelRunner& runner, dsl::Limits limits, const dsl::FunctionRegistry* functions);
+  Interleaver(runner::ModelRunner& runner, const InterleaverOptions& options);
   ~Interleaver() override;
 
   void on_new_request(const runner::NewRequest& request) override;
@@ -63,14 +72,13 @@ class Interleaver final : public runner::StepObserver {
   struct EventValue {
     ModuleIO io;               // what the model will continue with
     std::vector<bool> cloned;  // element already copied for writing
-    bool sample_rows = false;  // dim 0 indexes sampling rows, not tokens
+    batching::RowLevel level = batching::RowLevel::kToken;  // what dim 0 indexes
     // Tensor parallelism: how element 0 is split across ranks (null: whole
     // on every rank). Gathered before the first mediator sees it, re-sharded
     // for the model afterwards.
     const TensorSharding* sharding = nullptr;
     bool gathered = false;
   };
-  using Rows = std::vector<std::pair<int64_t, int64_t>>;  // (start, count) ranges in dim 0
 
   void start_group(TraceGroup& group);
   void sync_hooks();
@@ -80,9 +88,14 @@ class Interleaver final : public runner::StepObserver {
   static void gather(EventValue& ev);
   // The value the model continues with after dispatch, or nullopt to keep its own.
   static std::optional<ModuleIO> result_of(EventValue& ev);
-  bool rows_for(const Mediator& m, TraceGroup& g, bool sample_rows, int64_t step, Rows& rows) const;
-  dsl::Value read(EventValue& ev, const std::string& key, const Rows& rows) const;
-  void write(EventValue& ev, const std::string& key, const Rows& rows, const dsl::Value& value);
+  // The rows of this step that mediator m sees at `level` for generation step `step`.
+  bool rows_for(const Mediator& m, TraceGroup& g, batching::RowLevel level, int64_t step,
+                batching::RowRanges& rows) const;
+  dsl::Value read(EventValue& ev, const std::string& key, const batching::RowRanges& rows) const;
+  void write(EventValue& ev, const std::string& key, const batching::RowRanges& rows, const dsl::Value& value);
+  const batching::BatchGroup* in_step(uint64_t request_id) const;
+  // Token ids written to `samples` must be in the vocabulary (the engine feeds them back).
+  void check_token_ids(const at::Tensor& ids) const;
   void after_resume(Mediator& m, TraceGroup& g);
   void fail_group(TraceGroup& g, const std::string& message);
   void check_missed(const runner::StepContext& ctx);
@@ -90,15 +103,13 @@ class Interleaver final : public runner::StepObserver {
   TraceGroup* group_of(uint64_t request_id) const;
 
   runner::ModelRunner& runner_;
-  dsl::Limits limits_;
-  const dsl::FunctionRegistry* functions_;
-  std::string logits_module_;                             // its rows are sampling rows
-  std::unordered_map<std::string, Module*> modules_;      // path -> module
+  AdmissionContext admission_;
+  int64_t vocab_size_;
+  absl::flat_hash_map<std::string, Module*> modules_;      // path -> module
   std::map<uint64_t, std::unique_ptr<TraceGroup>> groups_;  // by trace id
-  std::unordered_map<uint64_t, uint64_t> trace_of_;       // request id -> trace id
-  std::unordered_map<std::string, HookHandle> hooks_;     // provider key -> hook
-  // This step: request id -> its place in the batch.
-  std::unordered_map<uint64_t, const runner::StepRequest*> step_;
+  absl::flat_hash_map<uint64_t, uint64_t> trace_of_;       // request id -> trace id
+  absl::flat_hash_map<std::string, HookHandle> hooks_;     // provider key -> hook
+  const batching::BatchGroups* step_ = nullptr;  // this step's rows (valid during the step)
   std::vector<std::pair<uint64_t, std::string>> errors_;
   std::set<uint64_t> stopped_;
 };

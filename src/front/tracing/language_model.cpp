@@ -7,11 +7,12 @@
 #include <atomic>
 #include <mutex>
 
+#include "runner/engine/llm_access.h"
 #include "core/model_path.h"
 #include "core/weight_source.h"
 #include "front/tracing/collect_trace_result.h"
 #include "front/tracing/trace_recorder.h"
-#include "runner/async_engine.h"
+#include "runner/engine/async_engine.h"
 
 namespace nnsight {
 
@@ -23,7 +24,7 @@ struct LanguageModel::Impl {
   std::mutex weights_mu;
   std::unique_ptr<WeightSource> weights;
 
-  const runner::ModelStructure& structure() const { return llm->engine().model_structure(); }
+  const runner::ModelStructure& structure() const { return runner::LLMAccess::engine(*llm).model_structure(); }
 
   // Runs the body in this thread, recording; returns the requests to submit.
   std::vector<runner::RequestInput> record(bool implicit, bool has_prompt, const std::string& prompt,
@@ -43,10 +44,31 @@ struct LanguageModel::Impl {
     return rec.finish(loc);
   }
 
-  std::future<TraceResult> submit(std::vector<runner::RequestInput> requests) {
-    auto handles = llm->engine().submit_group(std::move(requests));
-    // Deferred: waits (in the caller's thread, at get()) for every request of the trace.
-    return std::async(std::launch::deferred, [handles]() { return tracing::collect_trace_result(handles); });
+  TraceFuture submit(std::vector<runner::RequestInput> requests) {
+    // Fulfilled on the engine's loop thread once every request of the trace is done.
+    auto promise = std::make_shared<std::promise<TraceResult>>();
+    std::future<TraceResult> future = promise->get_future();
+    auto cancelled = std::make_shared<std::atomic<bool>>(false);
+    auto on_done = [promise, cancelled](std::vector<RequestOutput> outputs, std::exception_ptr error) {
+      if (error) return promise->set_exception(error);
+      try {
+        if (cancelled->load())
+          for (const auto& o : outputs)
+            if (o.finish_reason == FinishReason::kAbort || o.finish_reason == FinishReason::kError)
+              throw TraceError("the trace was cancelled before it finished");
+        promise->set_value(tracing::collect_trace_result(std::move(outputs)));
+      } catch (...) {
+        promise->set_exception(std::current_exception());
+      }
+    };
+    runner::AsyncEngine& engine = runner::LLMAccess::engine(*llm);
+    auto handles = engine.submit_group(std::move(requests), {}, std::move(on_done));
+    std::vector<uint64_t> ids;
+    for (const auto& h : handles) ids.push_back(h.id);
+    return TraceFuture(std::move(future), [&engine, ids, cancelled] {
+      cancelled->store(true);
+      for (uint64_t id : ids) engine.abort(id);
+    });
   }
 };
 
@@ -69,7 +91,7 @@ TraceResult LanguageModel::trace(const std::vector<int32_t>& ids, const Sampling
   return submit(ids, params, body, site).get();
 }
 
-std::future<TraceResult> LanguageModel::submit(const std::vector<int32_t>& ids, const SamplingParams& params,
+TraceFuture LanguageModel::submit(const std::vector<int32_t>& ids, const SamplingParams& params,
                                                const Body& body, CallSite site) {
   if (ids.empty()) throw TraceError(site.loc().str() + ": the prompt token ids are empty");
   return impl_->submit(impl_->record(true, true, "", ids, params, body, site.loc()));
@@ -88,12 +110,12 @@ TraceResult LanguageModel::generate(const SamplingParams& params, const Body& bo
   return trace(params, body, site);
 }
 
-std::future<TraceResult> LanguageModel::submit(const std::string& prompt, const SamplingParams& params,
+TraceFuture LanguageModel::submit(const std::string& prompt, const SamplingParams& params,
                                                const Body& body, CallSite site) {
   return impl_->submit(impl_->record(true, true, prompt, {}, params, body, site.loc()));
 }
 
-std::future<TraceResult> LanguageModel::submit(const SamplingParams& params, const Body& body, CallSite site) {
+TraceFuture LanguageModel::submit(const SamplingParams& params, const Body& body, CallSite site) {
   return impl_->submit(impl_->record(false, false, "", {}, params, body, site.loc()));
 }
 
@@ -128,9 +150,9 @@ std::string LanguageModel::type_name(const std::string& path) const {
   return m ? m->type_name : "";
 }
 
-std::string LanguageModel::architecture() const { return impl_->llm->engine().model_config().architecture; }
+std::string LanguageModel::architecture() const { return runner::LLMAccess::engine(*impl_->llm).model_config().architecture; }
 
-int64_t LanguageModel::num_layers() const { return impl_->llm->engine().model_config().num_layers; }
+int64_t LanguageModel::num_layers() const { return runner::LLMAccess::engine(*impl_->llm).model_config().num_layers; }
 
 at::Tensor LanguageModel::parameter(const std::string& name) const {
   std::lock_guard<std::mutex> lock(impl_->weights_mu);

@@ -80,7 +80,10 @@ void Mediator::start() {
   resume();
 }
 
-void Mediator::resume() { fiber_ = std::move(fiber_).resume(); }
+void Mediator::resume() {
+  ScopedMemoryBudget budget(budget_);  // the graph's allocations count against its request
+  fiber_ = std::move(fiber_).resume();
+}
 
 void Mediator::suspend() {
   state_ = State::kWaiting;

@@ -20,6 +20,7 @@
 
 #include <nnsight/request_output.hpp>
 
+#include "core/memory_budget.h"
 #include "dsl/evaluate.h"
 #include "dsl/validate.h"
 #include "front/tracing/trace_payload.h"
@@ -77,7 +78,12 @@ class Mediator final : public dsl::Provider {
   dsl::Value external(uint32_t invoke, dsl::NodeId node) override;
   void stop() override { stop_requested_ = true; }
 
+  // The memory its graph's ops may hold at once (null: unbounded). Checked
+  // before each allocation while its fiber runs (core/memory_budget.h).
+  void set_memory_budget(std::shared_ptr<MemoryBudget> budget) { budget_ = std::move(budget); }
+
  private:
+  std::shared_ptr<MemoryBudget> budget_;
   enum class Resume { kValue, kSetDone, kError, kFinished };
   void suspend();  // back to the interleaver
   void resume();   // into the fiber

@@ -16,7 +16,7 @@
 #include <nnsight/error.hpp>
 
 #include "dsl/graph.h"
-#include "runner/model_structure.h"
+#include "runner/model_runner/model_structure.h"
 
 namespace nnsight::tracing {
 

@@ -76,4 +76,13 @@ TracePayload decode_payload(std::string_view in, const dsl::Limits& limits) {
   return p;
 }
 
+void make_traced(SamplingParams& params, const TracePayload& payload, uint64_t trace_id, int32_t invoke_index) {
+  params.payload(encode_payload(payload))
+      .trace_id(trace_id)
+      .invoke_index(invoke_index)
+      .group_id("trace:" + std::to_string(trace_id))
+      .allow_chunking(false)
+      .prefix_caching(false);
+}
+
 }  // namespace nnsight::tracing

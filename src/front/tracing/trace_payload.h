@@ -13,6 +13,8 @@
 #include <string_view>
 #include <vector>
 
+#include <nnsight/sampling_params.hpp>
+
 #include "dsl/graph.h"
 #include "dsl/limits.h"
 
@@ -36,6 +38,14 @@ struct TracePayload {
 };
 
 std::string encode_payload(const TracePayload& payload);
+
+// The policy for a request that carries a trace, in one place (the C++ trace
+// and `nnsight trace` both use it): the payload, the trace and invoke it
+// belongs to, one scheduling group per trace (its invokes are admitted in one
+// step together), no chunked prefill (a traced prefill is one step) and no
+// prefix cache (hooks must see every token, and a writing intervention's KV
+// must never be shared).
+void make_traced(SamplingParams& params, const TracePayload& payload, uint64_t trace_id, int32_t invoke_index);
 // Throws dsl::DecodeError for malformed bytes (never allocates beyond `limits`).
 TracePayload decode_payload(std::string_view bytes, const dsl::Limits& limits);
 

@@ -133,12 +133,7 @@ std::vector<runner::RequestInput> TraceRecorder::finish(const SourceLoc& loc) {
     in.prompt = inv.prompt;
     in.prompt_token_ids = inv.prompt_token_ids;
     in.params = inv.params;
-    in.params.payload(encode_payload(p))
-        .trace_id(trace_id_)
-        .invoke_index(static_cast<int32_t>(i))
-        .group_id("trace:" + std::to_string(trace_id_))
-        .allow_chunking(false)    // a traced prefill is one step
-        .prefix_caching(false);   // hooks must see every token; writes must not leak into shared KV
+    make_traced(in.params, p, trace_id_, static_cast<int32_t>(i));
     requests.push_back(std::move(in));
   }
   return requests;

@@ -15,8 +15,8 @@
 #include <nnsight/source_location.hpp>
 
 #include "dsl/builder.h"
-#include "runner/engine.h"
-#include "runner/model_structure.h"
+#include "runner/engine/engine.h"
+#include "runner/model_runner/model_structure.h"
 
 namespace nnsight::tracing {
 

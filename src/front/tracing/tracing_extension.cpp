@@ -1,21 +1,22 @@
-// Attaches an Interleaver to every model runner (in this process and in each
-// worker process), so requests carrying a trace payload run their mediators.
+#include "front/tracing/tracing_extension.h"
+
 #include <memory>
+
+#include "core/memory_budget.h"
 
 #include "front/tracing/interleaver.h"
 #include "front/tracing/worker_functions.h"
-#include "runner/model_runner.h"
-#include "runner/runner_extension.h"
+#include "runner/model_runner/model_runner.h"
 
 namespace nnsight::tracing {
-namespace {
 
-const bool registered = [] {
-  runner::register_runner_extension("tracing", [](runner::RunnerExtensionContext& ctx) {
-    ctx.runner.add_observer(std::make_shared<Interleaver>(ctx.runner, dsl::Limits(), &worker_functions()));
-  });
-  return true;
-}();
+void attach_tracing(runner::RunnerExtensionContext& ctx) {
+  InterleaverOptions options;
+  options.limits = dsl::Limits();
+  options.functions = &worker_functions();
+  options.memory_budget_bytes = ctx.args.intervention_memory_mb() > 0 ? ctx.args.intervention_memory_mb() << 20
+                                                                      : default_intervention_budget_bytes();
+  ctx.runner.add_observer(std::make_shared<Interleaver>(ctx.runner, options));
+}
 
-}  // namespace
 }  // namespace nnsight::tracing

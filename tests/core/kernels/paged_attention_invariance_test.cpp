@@ -7,7 +7,8 @@
 #include <cstring>
 #include <vector>
 
-#include "batching/batch_meta.h"
+#include "batching/flattener.h"
+#include "support/seq_slots.h"
 #include "core/kernels/paged_attention.h"
 #include "core/kv_cache.h"
 
@@ -26,17 +27,17 @@ void check(at::ScalarType dt, int64_t d) {
   cache.key.normal_();
   cache.value.normal_();
   // Sequence A: 3 cached tokens + 4 new, in blocks {5, 2}. B and C around it.
-  const batching::SeqSlot a{3, 4, {5, 2}, true};
-  const batching::SeqSlot b{0, 6, {0, 7}, true}, c{9, 1, {1, 3, 4}, true};
+  const batching::SeqSlot a = testing::seq_slot(3, 4, {5, 2});
+  const batching::SeqSlot b = testing::seq_slot(0, 6, {0, 7}), c = testing::seq_slot(9, 1, {1, 3, 4});
   at::Tensor qa = at::randn({4, heads, d}).to(dt);
   at::Tensor qb = at::randn({6, heads, d}).to(dt), qc = at::randn({1, heads, d}).to(dt);
   const int saved = at::get_num_threads();
   at::set_num_threads(1);
-  at::Tensor alone = kernels::paged_attention(qa, cache, batching::build_batch_meta({a}, bs), 0.3);
+  at::Tensor alone = kernels::paged_attention(qa, cache, batching::flatten_slots({a}, bs).meta, 0.3);
   for (int threads : {1, 2}) {
     at::set_num_threads(threads);
     at::Tensor q = at::cat({qb, qa, qc}, 0);
-    at::Tensor out = kernels::paged_attention(q, cache, batching::build_batch_meta({b, a, c}, bs), 0.3);
+    at::Tensor out = kernels::paged_attention(q, cache, batching::flatten_slots({b, a, c}, bs).meta, 0.3);
     EXPECT_TRUE(bitwise_equal(out.narrow(0, 6, 4), alone))
         << c10::toString(dt) << " d=" << d << " threads=" << threads << " max difference "
         << (out.narrow(0, 6, 4).to(at::kDouble) - alone.to(at::kDouble)).abs().max().item<double>();

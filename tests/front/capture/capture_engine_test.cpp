@@ -24,9 +24,9 @@
 #include "core/safetensors/safetensors_file.h"
 #include "front/capture/capture_config.h"
 #include "front/capture/capture_observer.h"
-#include "runner/current_step.h"
-#include "runner/engine.h"
-#include "runner/mp_executor.h"
+#include "runner/model_runner/current_step.h"
+#include "runner/engine/engine.h"
+#include "runner/executor/mp_executor.h"
 #include "support/scratch_dir.h"
 #include "support/tiny_checkpoint.h"
 #include "support/tiny_engine.h"
@@ -73,7 +73,7 @@ class Reference {
             [this, layer](Module&, const ModuleIO&, const ModuleIO& out) -> std::optional<ModuleIO> {
               const runner::StepContext* ctx = runner::current_step();
               if (!ctx) return std::nullopt;
-              for (const auto& r : *ctx->requests) {
+              for (const auto& r : *ctx->groups) {
                 const Key k{r.id, r.num_generated, layer, r.num_computed + r.num_tokens - 1};
                 values[k] = out.tensor()[r.token_start + r.num_tokens - 1].clone();
                 engine_step[k] = ctx->step;

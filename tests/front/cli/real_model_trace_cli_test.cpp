@@ -5,6 +5,7 @@
 
 #include <sys/wait.h>
 
+#include <chrono>
 #include <cstdio>
 #include <string>
 
@@ -111,6 +112,26 @@ TEST(RealModelTraceCli, GraphErrorsNameTheNodeAndItsPosition) {
   r = run_cli("trace --prompt hi --out x.safetensors");
   EXPECT_EQ(r.status, 2) << r.errors;
   EXPECT_NE(r.errors.find("--graph"), std::string::npos) << r.errors;
+}
+
+TEST(RealModelTraceCli, TraceThatCanNeverBeAdmittedExitsAtOnceNamingTheLimit) {
+  testing::ScratchDir dir;
+  const std::string graph = std::string(NNSIGHT_SOURCE_DIR) + "/tests/data/cli/ablate_mlp.json";
+  const std::string model = quote(testing::default_model_path());
+  const std::string prompts = " --prompt a --prompt b --prompt c --graph " + quote(graph) + " --out " +
+                              quote(dir.file("x.safetensors")) + " --no-progress";
+  const auto start = std::chrono::steady_clock::now();
+  CliRun r = run_cli("trace --model " + model + " --max-num-seqs 2" + prompts);
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.errors.find("max_num_seqs is 2"), std::string::npos) << r.errors;
+  r = run_cli("trace --model " + model + " --max-num-batched-tokens 4" + prompts);
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.errors.find("max_num_batched_tokens is 4"), std::string::npos) << r.errors;
+  r = run_cli("trace --model " + model + " --kv-cache-mb 1 --max-tokens 4000" + prompts);
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.errors.find("KV-cache blocks"), std::string::npos) << r.errors;
+  // Three model loads included.
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(60));
 }
 
 }  // namespace

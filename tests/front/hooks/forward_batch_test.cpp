@@ -12,7 +12,7 @@
 
 #include <nnsight/forward_hook.hpp>
 
-#include "runner/engine.h"
+#include "runner/engine/engine.h"
 #include "support/tiny_engine.h"
 #include "support/tiny_models.h"
 

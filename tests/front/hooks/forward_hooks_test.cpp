@@ -13,7 +13,7 @@
 
 #include "front/hooks/forward_hook_installer.h"
 #include "models/llama.h"
-#include "runner/engine.h"
+#include "runner/engine/engine.h"
 #include "support/log_capture.h"
 #include "support/scratch_dir.h"
 #include "support/tiny_checkpoint.h"

@@ -1,0 +1,99 @@
+// Batch groups: which rows of a step's tensors belong to which request.
+//
+// Two levels of rows (RowLevel):
+//   token   the flat [num_tokens, ...] tensors of the forward: request r owns
+//           rows [token_start, token_start + num_tokens)
+//   prompt  tensors after the last-token selection ([num_sampling, ...]:
+//           logits, samples, and any module that runs on the selected rows,
+//           such as an LM head): r owns row sample_row, if it samples
+// Which level a module's values use is a fact of the model's structure
+// (runner/model_runner/model_structure.h records it when it probes the model).
+//
+// Every consumer that needs a request's rows (the interleaver, forward-hook
+// batch info, activation capture, built-in hooks) asks these types; none
+// redoes the arithmetic.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+#include <vector>
+
+#include <absl/container/flat_hash_map.h>
+
+namespace nnsight::batching {
+
+enum class RowLevel : uint8_t { kToken, kPrompt };
+
+// Rows [start, start + count) of dim 0.
+struct RowRange {
+  int64_t start = 0;
+  int64_t count = 0;
+  bool empty() const { return count == 0; }
+  int64_t end() const { return start + count; }
+  bool operator==(const RowRange& o) const { return start == o.start && count == o.count; }
+};
+using RowRanges = std::vector<RowRange>;
+
+// One request's place in a step.
+struct BatchGroup {
+  uint64_t id = 0;
+  int64_t token_start = 0;    // first row in the flat [num_tokens, ...] batch
+  int64_t num_tokens = 0;     // rows it owns at token level
+  int64_t num_computed = 0;   // position of its first row in its sequence
+  int64_t sample_row = -1;    // its row at prompt level, -1 if it does not sample this step
+  int64_t num_generated = 0;  // generation step this forward belongs to
+  bool recompute = false;     // re-prefill after preemption
+
+  bool samples() const { return sample_row >= 0; }
+  // Its rows at `level` (empty at prompt level when it does not sample).
+  RowRange rows(RowLevel level) const;
+  int64_t last_token_row() const { return token_start + num_tokens - 1; }
+  int64_t last_position() const { return num_computed + num_tokens - 1; }
+};
+
+class BatchGroups {
+ public:
+  void clear();
+  void reserve(size_t n);
+  // Groups are added in flat-batch order.
+  void add(const BatchGroup& g);
+
+  size_t size() const { return groups_.size(); }
+  bool empty() const { return groups_.empty(); }
+  const BatchGroup& operator[](size_t i) const { return groups_[i]; }
+  std::vector<BatchGroup>::const_iterator begin() const { return groups_.begin(); }
+  std::vector<BatchGroup>::const_iterator end() const { return groups_.end(); }
+  const std::vector<BatchGroup>& all() const { return groups_; }
+
+  int64_t num_tokens() const { return num_tokens_; }
+  int64_t num_sampling() const { return num_sampling_; }
+  // Rows of dim 0 at `level`.
+  int64_t num_rows(RowLevel level) const { return level == RowLevel::kToken ? num_tokens_ : num_sampling_; }
+
+  // The group of a request, or null if it is not in this step.
+  const BatchGroup* find(uint64_t request_id) const;
+  // The group owning `row` at `level`, or null.
+  const BatchGroup* owner_of_row(int64_t row, RowLevel level) const;
+
+ private:
+  std::vector<BatchGroup> groups_;
+  absl::flat_hash_map<uint64_t, size_t> by_id_;
+  std::vector<size_t> by_sample_row_;  // sample row -> group index
+  int64_t num_tokens_ = 0;
+  int64_t num_sampling_ = 0;
+};
+
+// ---- rows of a tensor (dim 0) ----------------------------------------------------
+
+// A view of the rows of `t` in `r`.
+at::Tensor narrow_rows(const at::Tensor& t, RowRange r);
+// The rows of `t` in `ranges`, concatenated in order: a view for one range, a copy for several.
+at::Tensor gather_rows(const at::Tensor& t, const RowRanges& ranges);
+// Writes `value` ([sum of counts, ...], or broadcastable to it) into the rows of
+// `target` in `ranges`, in order; other rows are untouched.
+void write_rows(at::Tensor& target, const RowRanges& ranges, const at::Tensor& value);
+// Sum of the ranges' counts.
+int64_t count_rows(const RowRanges& ranges);
+
+}  // namespace nnsight::batching

@@ -1,0 +1,204 @@
+#include "runner/model_runner/model_runner.h"
+
+#include <ATen/ATen.h>
+
+#include <algorithm>
+
+#include "runner/model_runner/current_step.h"
+#include "tp/collective_error.h"
+
+namespace nnsight::runner {
+
+ModelRunner::ModelRunner(std::shared_ptr<CausalLM> model, RunnerConfig config)
+    : model_(std::move(model)),
+      config_(config),
+      inputs_(config.max_num_batched_tokens, config.max_num_seqs,
+              (config.max_model_len + config.block_size - 1) / config.block_size, config.block_size) {
+  kv_ = allocate_kv_caches(model_->num_layers(), config_.num_blocks, config_.block_size, model_->local_kv_heads(),
+                           model_->head_dim(), model_->options());
+  structure_ = ModelStructure::probe(*model_, kv_);
+}
+
+void ModelRunner::add_observer(std::shared_ptr<StepObserver> observer) { observers_.push_back(std::move(observer)); }
+
+StepContext ModelRunner::context() const {
+  StepContext ctx;
+  ctx.step = step_;
+  ctx.groups = &inputs_.batch().groups;
+  ctx.meta = &meta_device_;
+  ctx.structure = &structure_;
+  return ctx;
+}
+
+void ModelRunner::fail(uint64_t id, const std::string& message, ModelRunnerOutput& out) {
+  if (!failed_.insert(id).second) return;
+  FinishedRequest f;
+  f.id = id;
+  f.reason = FinishReason::kError;
+  f.error = message;
+  for (auto& o : observers_) {
+    try {
+      o->on_finished(id, f);
+    } catch (const std::exception&) {
+      // The request already failed; a second error adds nothing.
+    }
+  }
+  f.saves.clear();  // a failed request returns no partial saves
+  states_.erase(id);
+  out.finished.push_back(std::move(f));
+}
+
+void ModelRunner::finish_request(uint64_t id, FinishReason reason, ModelRunnerOutput& out) {
+  FinishedRequest f;
+  f.id = id;
+  f.reason = reason;
+  try {
+    for (auto& o : observers_) o->on_finished(id, f);
+  } catch (const std::exception& e) {
+    f.reason = FinishReason::kError;
+    f.error = e.what();
+    f.saves.clear();
+  }
+  states_.erase(id);
+  out.finished.push_back(std::move(f));
+}
+
+void ModelRunner::collect_observer_errors(ModelRunnerOutput& out) {
+  for (auto& o : observers_)
+    for (auto& [id, msg] : o->take_errors()) fail(id, msg, out);
+}
+
+void ModelRunner::update_states(const SchedulerOutput& step, ModelRunnerOutput& out) {
+  failed_.clear();
+  for (uint64_t id : step.finished_ids) {
+    if (states_.count(id)) finish_request(id, FinishReason::kNone, out);
+  }
+  for (uint64_t id : step.preempted_ids)
+    for (auto& o : observers_) o->on_preempted(id);
+  for (const auto& nr : step.new_requests) {
+    states_[nr.id] = RequestState{nr.params, nr.seed, static_cast<int64_t>(nr.prompt_token_ids.size())};
+    try {
+      for (auto& o : observers_) o->on_new_request(nr);
+    } catch (const std::exception& e) {
+      fail(nr.id, e.what(), out);
+    }
+  }
+}
+
+void ModelRunner::prepare_inputs(const SchedulerOutput& step) {
+  scheduled_.clear();
+  for (const auto& s : step.scheduled)
+    if (!failed_.count(s.id) && states_.count(s.id)) scheduled_.push_back(&s);
+  const batching::FlatBatch& batch = inputs_.flatten(scheduled_);
+  const at::Device device = model_->options().device();
+  if (device.is_cpu()) {
+    token_ids_device_ = batch.token_ids;
+    meta_device_ = batch.meta;
+  } else {
+    token_ids_device_ = batch.token_ids.to(device);
+    meta_device_ = batch.meta.to(device);
+  }
+}
+
+at::Tensor ModelRunner::forward() { return model_->forward(token_ids_device_, meta_device_, kv_); }
+
+at::Tensor ModelRunner::compute_logits(const at::Tensor& hidden) {
+  return model_->compute_logits(hidden, meta_device_.logits_rows);
+}
+
+at::Tensor ModelRunner::sample(const at::Tensor& logits, ModelRunnerOutput& out) {
+  std::vector<SamplingRow> rows;
+  rows.reserve(static_cast<size_t>(logits.size(0)));
+  for (const auto& r : groups()) {
+    if (r.sample_row < 0) continue;
+    const RequestState& st = states_.at(r.id);
+    SamplingRow row;
+    row.temperature = st.params.temperature();
+    row.top_p = st.params.top_p();
+    row.top_k = st.params.top_k();
+    row.min_p = st.params.min_p();
+    row.seed = st.seed;
+    row.step = r.num_generated;
+    row.logprobs = st.params.logprobs() ? *st.params.logprobs() : -1;
+    rows.push_back(row);
+  }
+  SamplerOutput s = runner::sample(logits, rows);
+  size_t k = 0;
+  out.sampled.reserve(rows.size());
+  for (const auto& r : groups()) {
+    if (r.sample_row < 0) continue;
+    SampledToken t;
+    t.id = r.id;
+    t.has_logprobs = rows[k].logprobs >= 0;
+    if (t.has_logprobs) t.logprobs = s.logprobs[k];
+    out.sampled.push_back(std::move(t));
+    ++k;
+  }
+  return s.tokens;
+}
+
+void ModelRunner::finish(const at::Tensor& tokens, ModelRunnerOutput& out) {
+  std::set<uint64_t> stopped;
+  for (auto& o : observers_)
+    for (uint64_t id : o->take_stopped()) stopped.insert(id);
+  const auto* tok = tokens.data_ptr<int64_t>();
+  const int64_t eos = model_->config().eos_token_id;
+  size_t k = 0;
+  std::vector<SampledToken> kept;
+  kept.reserve(out.sampled.size());
+  for (const auto& r : groups()) {
+    if (r.sample_row < 0) continue;
+    SampledToken t = out.sampled[k++];
+    t.token = static_cast<int32_t>(tok[r.sample_row]);
+    if (t.has_logprobs) t.logprobs.token = t.token;
+    if (failed_.count(r.id)) continue;
+    const RequestState& st = states_.at(r.id);
+    const int64_t generated = r.num_generated + 1;
+    const int64_t total = st.prompt_len + generated;
+    FinishReason reason = FinishReason::kNone;
+    const auto& stops = st.params.stop_token_ids();
+    if ((!st.params.ignore_eos() && t.token == eos) ||
+        std::find(stops.begin(), stops.end(), t.token) != stops.end()) {
+      reason = FinishReason::kStop;
+    } else if (generated >= st.params.max_tokens() || total >= config_.max_model_len) {
+      reason = FinishReason::kLength;
+    } else if (stopped.count(r.id)) {
+      reason = FinishReason::kStop;
+    }
+    kept.push_back(t);
+    if (reason != FinishReason::kNone) finish_request(r.id, reason, out);
+  }
+  out.sampled = std::move(kept);
+}
+
+ModelRunnerOutput ModelRunner::execute(const SchedulerOutput& step) {
+  ModelRunnerOutput out;
+  out.step = step.step;
+  step_ = step.step;
+  update_states(step, out);
+  prepare_inputs(step);
+  if (groups().empty()) return out;
+  const StepContext ctx = context();
+  ScopedCurrentStep current(&ctx);
+  try {
+    for (auto& o : observers_) o->before_forward(ctx);
+    at::Tensor hidden = forward();
+    for (auto& o : observers_) o->after_forward(ctx);
+    at::Tensor logits = compute_logits(hidden);
+    for (auto& o : observers_) o->on_logits(ctx, logits);
+    at::Tensor tokens = sample(logits, out);
+    for (auto& o : observers_) o->on_samples(ctx, tokens);
+    collect_observer_errors(out);
+    finish(tokens.to(at::kCPU, at::kLong).contiguous(), out);
+  } catch (const tp::CollectiveError&) {
+    throw;  // the tensor-parallel group is broken: no later step can run
+  } catch (const std::exception& e) {
+    // The step itself failed (not one request's intervention): every request
+    // in it ends with the error; the engine keeps serving.
+    out.sampled.clear();
+    for (const auto& r : groups()) fail(r.id, std::string("step failed: ") + e.what(), out);
+  }
+  return out;
+}
+
+}  // namespace nnsight::runner

@@ -1,0 +1,84 @@
+// ModelRunner: runs one engine step on a worker, in explicit phases:
+//   update_states  -> new, finished and preempted requests
+//   prepare_inputs -> flat token ids + BatchMeta (persistent buffers)
+//   forward        -> final hidden states [T, hidden]
+//   compute_logits -> [S, vocab] for the rows that sample
+//   sample         -> [S] tokens
+//   finish         -> requests that end this step (length, stop token, EOS)
+// Observers (StepObserver) attach at each seam.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <memory>
+#include <set>
+#include <unordered_map>
+#include <vector>
+
+#include "core/kv_cache.h"
+#include "models/causal_lm.h"
+#include "batching/flattener.h"
+#include "runner/model_runner/model_structure.h"
+#include "runner/sampling/sampler.h"
+#include "runner/step/step_data.h"
+#include "runner/model_runner/step_observer.h"
+
+namespace nnsight::runner {
+
+struct RunnerConfig {
+  int64_t num_blocks = 1024;              // KV-cache blocks (per layer)
+  int64_t block_size = 16;                // tokens per block
+  int64_t max_num_batched_tokens = 2048;  // flat batch capacity
+  int64_t max_num_seqs = 64;              // sequences per step
+  int64_t max_model_len = 8192;           // longest sequence
+  bool is_driver = true;                  // rank 0: samples are authoritative
+};
+
+class ModelRunner {
+ public:
+  ModelRunner(std::shared_ptr<CausalLM> model, RunnerConfig config);
+
+  void add_observer(std::shared_ptr<StepObserver> observer);
+  ModelRunnerOutput execute(const SchedulerOutput& step);
+
+  CausalLM& model() { return *model_; }
+  const ModelStructure& structure() const { return structure_; }
+  const RunnerConfig& config() const { return config_; }
+  std::vector<KVCache>& kv_caches() { return kv_; }
+
+  // ---- phases (public so tests can drive them one by one)
+  void update_states(const SchedulerOutput& step, ModelRunnerOutput& out);
+  void prepare_inputs(const SchedulerOutput& step);
+  at::Tensor forward();
+  at::Tensor compute_logits(const at::Tensor& hidden);
+  at::Tensor sample(const at::Tensor& logits, ModelRunnerOutput& out);
+  void finish(const at::Tensor& tokens, ModelRunnerOutput& out);
+
+  const batching::BatchGroups& groups() const { return inputs_.batch().groups; }
+
+ private:
+  struct RequestState {
+    SamplingParams params;
+    uint64_t seed = 0;
+    int64_t prompt_len = 0;
+  };
+  void fail(uint64_t id, const std::string& message, ModelRunnerOutput& out);
+  void finish_request(uint64_t id, FinishReason reason, ModelRunnerOutput& out);
+  void collect_observer_errors(ModelRunnerOutput& out);
+  StepContext context() const;
+
+  std::shared_ptr<CausalLM> model_;
+  RunnerConfig config_;
+  std::vector<KVCache> kv_;
+  ModelStructure structure_;
+  batching::Flattener inputs_;
+  std::vector<std::shared_ptr<StepObserver>> observers_;
+  std::unordered_map<uint64_t, RequestState> states_;
+  std::set<uint64_t> failed_;  // failed this step: excluded from the batch and from sampling
+  uint64_t step_ = 0;
+  std::vector<const batching::SeqSlot*> scheduled_;
+  at::Tensor token_ids_device_;
+  batching::BatchMeta meta_device_;
+};
+
+}  // namespace nnsight::runner

@@ -1,0 +1,120 @@
+#include "runner/model_runner/model_structure.h"
+
+#include <ATen/ATen.h>
+
+#include <algorithm>
+#include <limits>
+
+#include "batching/flattener.h"
+
+namespace nnsight::runner {
+
+ModelStructure::ModelStructure(std::vector<ModuleInfo> modules, std::vector<std::string> events)
+    : modules_(std::move(modules)), events_(std::move(events)) {
+  index();
+}
+
+void ModelStructure::index() {
+  order_.clear();
+  by_path_.clear();
+  for (size_t i = 0; i < events_.size(); ++i) order_.emplace(events_[i], static_cast<int64_t>(i));
+  for (size_t i = 0; i < modules_.size(); ++i) by_path_.emplace(modules_[i].path, i);
+}
+
+ModelStructure ModelStructure::probe(CausalLM& model, std::vector<KVCache>& kv) {
+  std::vector<ModuleInfo> modules;
+  std::vector<std::string> events;
+  std::vector<HookHandle> handles;
+  for (auto& [path, m] : model.named_hookable_modules()) {
+    if (path.empty()) continue;  // the root is not an envoy
+    const size_t index = modules.size();
+    modules.push_back(ModuleInfo{path, m->type_name(), m->output_tuple_size()});
+    const std::string p = path;
+    handles.push_back(m->register_forward_pre_hook([&events, p](Module&, const ModuleIO&) {
+      events.push_back(p + ".input");
+      return std::optional<ModuleIO>();
+    }));
+    handles.push_back(m->register_forward_hook([&events, &modules, index, p](Module&, const ModuleIO&,
+                                                                            const ModuleIO& out) {
+      events.push_back(p + ".output");
+      // Two tokens, one sampling row: a module whose rows are the sampling
+      // rows runs after the last-token selection.
+      if (!out.empty() && out.at(0).defined() && out.at(0).dim() > 0 && out.at(0).size(0) == 1)
+        modules[index].row_level = batching::RowLevel::kPrompt;
+      return std::optional<ModuleIO>();
+    }));
+  }
+  try {
+    at::NoGradGuard no_grad;
+    batching::SeqSlot slot;
+    slot.token_ids = {1, 1};
+    slot.block_table = {0};
+    slot.sample = true;
+    batching::FlatBatch batch = batching::flatten_slots({slot}, kv.front().block_size());
+    auto dev = model.options().device();
+    at::Tensor ids = batch.token_ids.to(dev);
+    batching::BatchMeta m = dev.is_cpu() ? batch.meta : batch.meta.to(dev);
+    at::Tensor hidden = model.forward(ids, m, kv);
+    model.compute_logits(hidden, m.logits_rows);
+  } catch (...) {
+    for (auto& h : handles) h.remove();
+    throw;
+  }
+  for (auto& h : handles) h.remove();
+  events.push_back("logits");
+  events.push_back("samples");
+  events.push_back("result");
+  return ModelStructure(std::move(modules), std::move(events));
+}
+
+const ModuleInfo* ModelStructure::find_module(const std::string& path) const {
+  auto it = by_path_.find(path);
+  return it == by_path_.end() ? nullptr : &modules_[it->second];
+}
+
+batching::RowLevel ModelStructure::row_level(const std::string& key) const {
+  if (key == "logits" || key == "samples" || key == "result") return batching::RowLevel::kPrompt;
+  const size_t dot = key.rfind('.');
+  if (dot != std::string::npos) {
+    if (const ModuleInfo* m = find_module(key.substr(0, dot))) return m->row_level;
+  }
+  return batching::RowLevel::kToken;
+}
+
+int64_t ModelStructure::order_of(const std::string& key) const {
+  auto it = order_.find(key);
+  if (it != order_.end()) return it->second;
+  const std::string suffix = ".inputs";
+  if (key.size() > suffix.size() && key.compare(key.size() - suffix.size(), suffix.size(), suffix) == 0)
+    return order_of(key.substr(0, key.size() - 1));
+  return -1;
+}
+
+namespace {
+size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j)
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+}  // namespace
+
+std::string ModelStructure::closest_path(const std::string& path) const {
+  std::string best;
+  size_t best_d = std::numeric_limits<size_t>::max();
+  for (const auto& m : modules_) {
+    const size_t d = edit_distance(path, m.path);
+    if (d < best_d) {
+      best_d = d;
+      best = m.path;
+    }
+  }
+  return best;
+}
+
+}  // namespace nnsight::runner

@@ -1,0 +1,60 @@
+// ModelStructure: the served model's hookable modules and the order in which
+// one engine step produces provider values. The tracing layer uses it to
+// resolve envoy paths ("did you mean ...?") and to reject interventions that
+// read values out of order -- in the user's process, before any model time
+// is spent, as well as on the workers.
+//
+// Provider keys: "<path>.input" (also ".inputs") before a module runs,
+// "<path>.output" after; then "logits", "samples", "result".
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "batching/batch_groups.h"
+#include "models/causal_lm.h"
+
+namespace nnsight::runner {
+
+struct ModuleInfo {
+  std::string path;       // Hugging Face dotted path ("" for the root)
+  std::string type_name;  // "LlamaMLP", "Linear", ...
+  int32_t output_tuple_size = 0;  // 0: a tensor; n: a tuple of n (element 0 computed)
+  // Rows of its input and output: one per token of the flat batch, or one per
+  // sampling request (modules that run after the last-token selection: the LM head).
+  batching::RowLevel row_level = batching::RowLevel::kToken;
+};
+
+class ModelStructure {
+ public:
+  ModelStructure() = default;
+  ModelStructure(std::vector<ModuleInfo> modules, std::vector<std::string> events);
+
+  // Records every module's input/output events of a two-token forward and
+  // LM-head pass of `model` (the dry run writes two KV slots of `kv`'s block 0),
+  // and the row level of each module's values (from their first dimension).
+  static ModelStructure probe(CausalLM& model, std::vector<KVCache>& kv);
+
+  const std::vector<ModuleInfo>& modules() const { return modules_; }
+  // Provider keys in the order a step produces them (".inputs" shares ".input"'s place).
+  const std::vector<std::string>& events() const { return events_; }
+  const ModuleInfo* find_module(const std::string& path) const;
+  // The row level of a provider key's values: "logits", "samples" and
+  // "result" are per request; a module's values have its row_level.
+  batching::RowLevel row_level(const std::string& key) const;
+  // Position of a provider key in events(), or -1 for an unknown key.
+  int64_t order_of(const std::string& key) const;
+  // The known module path closest to `path` (edit distance), for messages.
+  std::string closest_path(const std::string& path) const;
+
+ private:
+  void index();
+  std::vector<ModuleInfo> modules_;
+  std::vector<std::string> events_;
+  std::unordered_map<std::string, int64_t> order_;
+  std::unordered_map<std::string, size_t> by_path_;
+};
+
+}  // namespace nnsight::runner

@@ -1,0 +1,59 @@
+#include "front/tracing/admission.h"
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include <nnsight/error.hpp>
+
+#include "dsl/provider_key.h"
+#include "dsl/validate.h"
+#include "front/tracing/schedule_check.h"
+
+namespace nnsight::tracing {
+
+namespace {
+
+// Module keys ("<path>.output" / ".input" / ".inputs") a graph reads or writes:
+// the hooks its mediator needs while it lives.
+std::set<std::string> module_keys(const dsl::Graph& g) {
+  std::set<std::string> keys;
+  for (const auto& n : g.nodes) {
+    if (n.kind != dsl::NodeKind::Get && n.kind != dsl::NodeKind::Set) continue;
+    auto k = dsl::parse_provider_key(n.name);
+    if (k && !k->module_path.empty()) keys.insert(n.name);
+  }
+  return keys;
+}
+
+}  // namespace
+
+void admit_request(const runner::NewRequest& nr, TracePayload payload, TraceGroup& g,
+                   const AdmissionContext& ctx) {
+  if (g.failed) throw TraceError("another invoke of this trace failed before it started");
+  if (g.started) throw TraceError("trace " + std::to_string(g.trace_id()) + " is already running");
+  for (auto& pg : payload.graphs) {
+    check_graph(pg.graph, *ctx.structure);
+    std::set<std::string> keys = module_keys(pg.graph);
+    const uint32_t invoke = pg.graph.invoke;
+    dsl::ValidatedGraph vg =
+        dsl::validate(std::move(pg.graph), dsl::ValidateOptions().with_limits(ctx.limits).with_functions(ctx.functions));
+    auto m = std::make_unique<Mediator>(g, pg.role == GraphRole::kPromptless ? 0 : nr.id, invoke, pg.role,
+                                        std::move(vg), ctx.functions);
+    m->module_keys = std::move(keys);
+    if (ctx.memory_budget_bytes > 0) m->set_memory_budget(std::make_shared<MemoryBudget>(ctx.memory_budget_bytes));
+    g.add(std::move(m));
+  }
+}
+
+void check_complete_trace(TraceGroup& g, const AdmissionContext& ctx) {
+  std::vector<const dsl::Graph*> graphs(g.num_invokes(), nullptr);
+  for (const auto& m : g.mediators())
+    if (m->role() != GraphRole::kAuxiliary && m->invoke() < graphs.size()) graphs[m->invoke()] = &m->graph();
+  for (size_t i = 0; i < graphs.size(); ++i)
+    if (!graphs[i]) throw TraceError("trace " + std::to_string(g.trace_id()) + " has no graph for invoke " + std::to_string(i));
+  dsl::validate_trace(graphs);
+  check_trace(graphs, *ctx.structure);
+}
+
+}  // namespace nnsight::tracing
