@@ -2,6 +2,45 @@
 # one INTERFACE target, nnsight_private_deps.
 
 find_package(Torch REQUIRED)
+# Every LibTorch library must come from the one prefix TorchConfig.cmake was
+# found in. Its find_library() calls search the system paths before that
+# prefix, so with Debian's libtorch-dev installed and CMAKE_PREFIX_PATH naming
+# a pip wheel's share/cmake, c10 resolves to /usr/lib's 1.13 while torch comes
+# from the wheel: two c10 libraries in one process, and a corrupted heap.
+# Re-resolve such libraries inside the prefix, or stop here saying which.
+get_filename_component(NNSIGHT_TORCH_PREFIX "${TORCH_INSTALL_PREFIX}" REALPATH)
+set(_nnsight_torch_libs)
+foreach(_lib IN LISTS TORCH_LIBRARIES)
+  if(IS_ABSOLUTE "${_lib}" AND EXISTS "${_lib}")
+    get_filename_component(_real "${_lib}" REALPATH)
+    string(FIND "${_real}" "${NNSIGHT_TORCH_PREFIX}/" _at)
+    get_filename_component(_name "${_lib}" NAME)
+    # LibTorch's own libraries only (CUDA's may live anywhere).
+    if(NOT _at EQUAL 0 AND _name MATCHES "^lib(c10|torch|caffe2|shm)")
+      if(EXISTS "${NNSIGHT_TORCH_PREFIX}/lib/${_name}")
+        message(STATUS "nnsight: ${_lib} is outside LibTorch's prefix; using ${NNSIGHT_TORCH_PREFIX}/lib/${_name}")
+        set(_lib "${NNSIGHT_TORCH_PREFIX}/lib/${_name}")
+      else()
+        message(FATAL_ERROR "nnsight: LibTorch at ${NNSIGHT_TORCH_PREFIX} names ${_lib}, which lies outside it and "
+                            "has no copy in ${NNSIGHT_TORCH_PREFIX}/lib: two LibTorch installations are mixed. "
+                            "Point CMAKE_PREFIX_PATH at one LibTorch, or remove the other.")
+      endif()
+    endif()
+  endif()
+  list(APPEND _nnsight_torch_libs "${_lib}")
+endforeach()
+set(TORCH_LIBRARIES ${_nnsight_torch_libs})
+# A pip wheel's CUDA libraries (libcudart, libnccl, cuBLAS, ...) live in
+# site-packages/nvidia/*/lib, where the linker does not look for LibTorch's
+# own dependencies: add them to the link and run paths.
+file(GLOB NNSIGHT_WHEEL_CUDA_LIBDIRS "${NNSIGHT_TORCH_PREFIX}/../nvidia/*/lib")
+if(NNSIGHT_WHEEL_CUDA_LIBDIRS)
+  foreach(_dir IN LISTS NNSIGHT_WHEEL_CUDA_LIBDIRS)
+    add_link_options("LINKER:-rpath-link,${_dir}")
+  endforeach()
+  list(APPEND CMAKE_BUILD_RPATH ${NNSIGHT_WHEEL_CUDA_LIBDIRS} "${NNSIGHT_TORCH_PREFIX}/lib")
+  message(STATUS "nnsight: the pip wheel's CUDA libraries: ${NNSIGHT_WHEEL_CUDA_LIBDIRS}")
+endif()
 # CUDA builds of LibTorch 2.x name CUDA::nvToolsExt, which CUDA 12.5+ no longer
 # ships (NVTX is header-only now): stand in an empty target so they configure.
 if(TARGET torch::nvtoolsext AND NOT TARGET CUDA::nvToolsExt)

@@ -38,15 +38,14 @@ double percentile(std::vector<double> v, double p) {
 int bench_command(int argc, char** argv) {
   std::vector<std::string> flags = {"json", "help"};
   for (const auto& f : engine_flag_names()) flags.push_back(f);
-  CliArgs args(argc, argv, 2, flags);
+  std::vector<std::string> known = {"model", "num-prompts", "input-len", "output-len", "json", "help", "seed"};
+  for (const auto& o : engine_option_names()) known.push_back(o);
+  for (const auto& f : engine_flag_names()) known.push_back(f);
+  CliArgs args(argc, argv, 2, flags, known);
   if (args.has("help")) {
     std::fputs(kHelp, stdout);
     return 0;
   }
-  std::vector<std::string> known = {"model", "num-prompts", "input-len", "output-len", "json", "help", "seed"};
-  for (const auto& o : engine_option_names()) known.push_back(o);
-  for (const auto& f : engine_flag_names()) known.push_back(f);
-  args.check_known(known);
   const int64_t n = args.get_int("num-prompts", 8), in_len = args.get_int("input-len", 128),
                 out_len = args.get_int("output-len", 128);
   if (n < 1 || in_len < 1 || out_len < 1)

@@ -46,12 +46,12 @@ void print_record(const CaptureRecord& r, int64_t values) {
 }  // namespace
 
 int capture_read_command(int argc, char** argv) {
-  CliArgs args(argc, argv, 2, {"follow", "info", "mark", "help"});
+  const std::vector<std::string> known = {"engine-id", "rank", "request", "since", "latest", "follow", "values", "info", "mark", "save", "help"};
+  CliArgs args(argc, argv, 2, {"follow", "info", "mark", "help"}, known);
   if (args.has("help")) {
     std::fputs(kHelp, stdout);
     return 0;
   }
-  args.check_known({"engine-id", "rank", "request", "since", "latest", "follow", "values", "info", "mark", "save", "help"});
   if (!args.has("engine-id")) throw std::invalid_argument("give --engine-id ID");
   if ((args.has("mark") || args.has("save")) && !args.has("request"))
     throw std::invalid_argument("--mark and --save need --request ID");

@@ -3,24 +3,50 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include <CLI/CLI.hpp>
+
 namespace nnsight::cli {
 
-CliArgs::CliArgs(int argc, char** argv, int first, const std::vector<std::string>& flags) {
-  for (int i = first; i < argc; ++i) {
-    std::string a = argv[i];
-    if (a.rfind("--", 0) != 0 || a.size() < 3) throw std::invalid_argument("unexpected argument '" + a + "'");
-    std::string name = a.substr(2), value;
-    if (auto eq = name.find('='); eq != std::string::npos) {
-      value = name.substr(eq + 1);
-      name = name.substr(0, eq);
-    } else if (std::find(flags.begin(), flags.end(), name) != flags.end()) {
-      value = "1";
-    } else {
-      if (i + 1 >= argc) throw std::invalid_argument("option --" + name + " needs a value");
-      value = argv[++i];
-    }
-    values_[name].push_back(value);
+CliArgs::CliArgs(int argc, char** argv, int first, const std::vector<std::string>& flags,
+                 const std::vector<std::string>& options) {
+  std::vector<std::string> args(argv + first, argv + argc);
+  const bool help = std::find(args.begin(), args.end(), "--help") != args.end();
+  CLI::App app;
+  app.set_help_flag();  // each command prints its own help text
+  app.allow_extras();   // reported below, in our words
+  std::map<std::string, std::vector<std::string>> values;
+  std::map<std::string, int64_t> counts;
+  for (const auto& f : flags) app.add_flag("--" + f, counts[f]);
+  for (const auto& o : options) {
+    if (std::find(flags.begin(), flags.end(), o) != flags.end()) continue;
+    app.add_option("--" + o, values[o])->expected(1)->allow_extra_args(false)->take_all();
   }
+  std::reverse(args.begin(), args.end());  // CLI11 takes the arguments back to front
+  try {
+    app.parse(args);
+  } catch (const CLI::ParseError& e) {
+    if (help) {
+      values_["help"] = {"1"};
+      return;
+    }
+    // The one error left with extras allowed: an option without its value.
+    std::string name = e.what();
+    name = name.substr(0, name.find(':'));
+    throw std::invalid_argument("option " + name + " needs a value");
+  }
+  if (help) {
+    values_["help"] = {"1"};
+    return;
+  }
+  for (const auto& extra : app.remaining()) {
+    if (extra.rfind("--", 0) == 0 && extra.size() > 2)
+      throw std::invalid_argument("unknown option " + extra.substr(0, extra.find('=')));
+    throw std::invalid_argument("unexpected argument '" + extra + "'");
+  }
+  for (auto& [name, v] : values)
+    if (!v.empty()) values_[name] = std::move(v);
+  for (const auto& [name, n] : counts)
+    if (n > 0) values_[name] = {"1"};
 }
 
 std::string CliArgs::get(const std::string& name, const std::string& fallback) const {
@@ -59,12 +85,6 @@ double CliArgs::get_double(const std::string& name, double fallback) const {
   }
   if (pos != v.size() || v.empty()) throw std::invalid_argument("option --" + name + " expects a number, got '" + v + "'");
   return out;
-}
-
-void CliArgs::check_known(const std::vector<std::string>& known) const {
-  for (const auto& [name, v] : values_)
-    if (std::find(known.begin(), known.end(), name) == known.end())
-      throw std::invalid_argument("unknown option --" + name);
 }
 
 std::string escape_newlines(const std::string& s) {

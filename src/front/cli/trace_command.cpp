@@ -51,16 +51,15 @@ std::vector<std::pair<std::string, at::Tensor>> flatten_saves(const TraceResult&
 int trace_command(int argc, char** argv) {
   std::vector<std::string> flags = {"ignore-eos", "help"};
   for (const auto& f : engine_flag_names()) flags.push_back(f);
-  CliArgs args(argc, argv, 2, flags);
-  if (args.has("help")) {
-    std::fputs(kHelp, stdout);
-    return 0;
-  }
   std::vector<std::string> known = {"model", "prompt", "graph", "out", "max-tokens", "temperature", "top-p",
                                     "top-k", "seed", "ignore-eos", "help"};
   for (const auto& o : engine_option_names()) known.push_back(o);
   for (const auto& f : engine_flag_names()) known.push_back(f);
-  args.check_known(known);
+  CliArgs args(argc, argv, 2, flags, known);
+  if (args.has("help")) {
+    std::fputs(kHelp, stdout);
+    return 0;
+  }
 
   const std::vector<std::string> prompts = args.all("prompt");
   const std::vector<std::string> graph_paths = args.all("graph");

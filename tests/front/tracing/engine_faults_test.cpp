@@ -10,6 +10,7 @@
 
 #include "support/scratch_dir.h"
 #include "support/tiny_checkpoint.h"
+#include "support/tiny_engine.h"
 #include "support/tiny_models.h"
 
 namespace nnsight {
@@ -56,12 +57,17 @@ TEST_F(EngineFaults, TraceThatCanNeverBeAdmittedFailsAtOnceAndOthersAreServed) {
     });
   });
   EXPECT_NE(e.find("max_num_batched_tokens is 32"), std::string::npos) << e;
-  e = error_of([&] {
-    lm.trace(SamplingParams().temperature(0).max_tokens(100000).ignore_eos(true), [&](Tracer& t) {
-      for (int i = 0; i < 2; ++i) t.invoke(prompt(i, 4), [&] { lm.logits().save(); });
+  {
+    // 4 blocks of 16 tokens; each invoke reserves 4 + 40 tokens (3 blocks): alone each fits.
+    LanguageModel small(args().num_kv_blocks(4).block_size(16));
+    e = error_of([&] {
+      small.trace(greedy(40), [&](Tracer& t) {
+        for (int i = 0; i < 2; ++i) t.invoke(prompt(i, 4), [&] { small.logits().save(); });
+      });
     });
-  });
-  EXPECT_TRUE(e.find("KV-cache blocks") != std::string::npos || e.find("max_model_len") != std::string::npos) << e;
+    EXPECT_NE(e.find("reserve 6 KV-cache blocks"), std::string::npos) << e;
+    EXPECT_NE(e.find("the cache holds 4"), std::string::npos) << e;
+  }
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(20));
   // A plain request and a trace submitted afterwards are served.
   RequestOutput plain = lm.llm().submit(prompt(4, 5), greedy(3)).result.get();
