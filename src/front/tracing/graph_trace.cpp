@@ -8,6 +8,7 @@
 #include "dsl/errors.h"
 #include "dsl/validate.h"
 #include "front/tracing/collect_trace_result.h"
+#include "front/tracing/interrupt.h"
 #include "front/tracing/schedule_check.h"
 #include "front/tracing/trace_payload.h"
 #include "runner/async_engine.h"
@@ -82,7 +83,8 @@ TraceResult run(LLM& llm, std::vector<runner::RequestInput> prompts, const std::
         .prefix_caching(false);   // hooks must see every token; writes must not leak into shared KV
     requests.push_back(std::move(in));
   }
-  return collect_trace_result(llm.engine().submit_group(std::move(requests)));
+  const uint64_t submitted_at = interrupt_count();
+  return collect_trace_result(llm.engine(), llm.engine().submit_group(std::move(requests)), submitted_at);
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include "core/model_path.h"
 #include "core/weight_source.h"
 #include "front/tracing/collect_trace_result.h"
+#include "front/tracing/interrupt.h"
 #include "front/tracing/trace_recorder.h"
 #include "runner/async_engine.h"
 
@@ -44,9 +45,14 @@ struct LanguageModel::Impl {
   }
 
   std::future<TraceResult> submit(std::vector<runner::RequestInput> requests) {
-    auto handles = llm->engine().submit_group(std::move(requests));
+    runner::AsyncEngine* engine = &llm->engine();
+    const uint64_t submitted_at = tracing::interrupt_count();
+    auto handles = engine->submit_group(std::move(requests));
     // Deferred: waits (in the caller's thread, at get()) for every request of the trace.
-    return std::async(std::launch::deferred, [handles]() { return tracing::collect_trace_result(handles); });
+    // The engine is used only to abort on an interrupt, while a request is unfinished
+    // (that is, while the engine lives: shutting it down finishes every request).
+    return std::async(std::launch::deferred,
+                      [=]() { return tracing::collect_trace_result(*engine, handles, submitted_at); });
   }
 };
 
