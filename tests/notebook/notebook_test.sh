@@ -20,5 +20,6 @@ trap 'rm -rf "$prefix"' EXIT
 cmake --install "$build" --prefix "$prefix" >/dev/null
 export NNSIGHT_PREFIX="$prefix"
 export PYTHONPATH="$src/src/front/notebook/kernel"
+export PYTHONDONTWRITEBYTECODE=1   # no __pycache__ in the checkout
 export PATH="$(dirname "$NNSIGHT_CLING_PYTHON"):$PATH"   # the venv's jupyter
 "$NNSIGHT_CLING_PYTHON" "$src/tests/notebook/$test" "$work" "$@"
