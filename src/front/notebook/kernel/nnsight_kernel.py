@@ -23,6 +23,10 @@ Where the library is: if $NNSIGHT_PREFIX is set (else if $NNSIGHT_HOME/prefix
 holds lib/libnnsight.so), its include/ and lib/ are added to cling's search
 paths before the first cell, ahead of the paths the cells add themselves.
 
+With NNSIGHT_KERNEL_DEBUG=1 the kernel also shows the diagnostics of a
+display wrapper that did not compile (before it hands the expression to cling
+unchanged).
+
     python nnsight_kernel.py -f CONNECTION_FILE      run (as Jupyter does)
     python nnsight_kernel.py install [--prefix P | --user | --sys-prefix]
                                                      write the kernelspec
@@ -257,6 +261,8 @@ class _FdPump:
             # failed: <what()>"; say what happened.
             text = _CLING_EXCEPTION.sub(_rename_exception, text)
         self.seen.append(text)
+        if len(self.seen) > 256:  # the error message needs the last lines only
+            self.seen = ["".join(self.seen)[-65536:]]
         if self.hold:
             self.held.append(text)
         else:
