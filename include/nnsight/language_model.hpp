@@ -70,12 +70,16 @@ class TraceResult {
 class TraceFuture {
  public:
   TraceFuture() = default;
-  TraceFuture(std::future<TraceResult> future, std::function<void()> cancel)
-      : future_(std::move(future)), cancel_(std::move(cancel)) {}
+  // `interrupts_at`: nnsight::request_interrupt()'s count when the trace was
+  // submitted; a later interrupt cancels it while get()/wait() waits.
+  TraceFuture(std::future<TraceResult> future, std::function<void()> cancel, uint64_t interrupts_at = 0)
+      : future_(std::move(future)), cancel_(std::move(cancel)), interrupts_at_(interrupts_at) {}
 
-  TraceResult get() { return future_.get(); }
+  // Throws nnsight::Interrupted when request_interrupt() was called while it
+  // waited (the trace's requests are aborted first).
+  TraceResult get();
   bool valid() const { return future_.valid(); }
-  void wait() const { future_.wait(); }
+  void wait() const;
   template <class Rep, class Period>
   std::future_status wait_for(const std::chrono::duration<Rep, Period>& d) const {
     return future_.wait_for(d);
@@ -89,6 +93,7 @@ class TraceFuture {
  private:
   std::future<TraceResult> future_;
   std::function<void()> cancel_;
+  uint64_t interrupts_at_ = 0;
 };
 
 class LanguageModel {

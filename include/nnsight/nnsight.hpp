@@ -8,6 +8,7 @@
 #include <nnsight/envoy.hpp>
 #include <nnsight/error.hpp>
 #include <nnsight/index.hpp>
+#include <nnsight/interrupt.hpp>
 #include <nnsight/language_model.hpp>
 #include <nnsight/llm.hpp>
 #include <nnsight/logit_lens.hpp>

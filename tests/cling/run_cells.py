@@ -41,6 +41,7 @@ CHECKS = {
         'lens.prob(lens.num_layers() - 1, -1) > 0.1',
         'clean.text() == " Rome"',
         'patched.text(1) == " Paris"',
+        'patched.text(2) == " Rome"',
         'steered.text() != baseline.text()',
         'baseline.text().size() > 0 && steered.text().size() > 0',
     ],
@@ -88,8 +89,8 @@ def cells_of(path):
         with open(path, encoding="utf-8") as f:
             nb = json.load(f)
         kernel = nb.get("metadata", {}).get("kernelspec", {}).get("name")
-        if kernel != "xcpp17":
-            raise SystemExit(f"{path}: the notebook's kernel is {kernel!r}, not 'xcpp17'")
+        if kernel not in ("nnsight-cpp17", "xcpp17"):
+            raise SystemExit(f"{path}: the notebook's kernel is {kernel!r}, not 'nnsight-cpp17' or 'xcpp17'")
         return ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code"]
     with open(path, encoding="utf-8") as f:
         text = f.read()

@@ -8,10 +8,11 @@
 #include "dsl/errors.h"
 #include "dsl/validate.h"
 #include "front/tracing/collect_trace_result.h"
-#include "runner/engine/llm_access.h"
+#include "front/tracing/interrupt.h"
 #include "front/tracing/schedule_check.h"
 #include "front/tracing/trace_payload.h"
 #include "runner/engine/async_engine.h"
+#include "runner/engine/llm_access.h"
 
 namespace nnsight::tracing {
 namespace {
@@ -78,7 +79,9 @@ TraceResult run(LLM& llm, std::vector<runner::RequestInput> prompts, const std::
     make_traced(in.params, p, trace_id, static_cast<int32_t>(i));
     requests.push_back(std::move(in));
   }
-  return collect_trace_result(runner::LLMAccess::engine(llm).submit_group(std::move(requests)));
+  const uint64_t submitted_at = interrupt_count();
+  runner::AsyncEngine& engine = runner::LLMAccess::engine(llm);
+  return collect_trace_result(engine, engine.submit_group(std::move(requests)), submitted_at);
 }
 
 }  // namespace

@@ -1,16 +1,19 @@
 // LanguageModel (include/nnsight/language_model.hpp): records trace bodies,
 // submits their requests as one group, and assembles the results.
 #include <nnsight/error.hpp>
+#include <nnsight/interrupt.hpp>
 #include <nnsight/language_model.hpp>
 #include <nnsight/llm.hpp>
 
 #include <atomic>
+#include <chrono>
 #include <mutex>
 
 #include "runner/engine/llm_access.h"
 #include "core/model_path.h"
 #include "core/weight_source.h"
 #include "front/tracing/collect_trace_result.h"
+#include "front/tracing/interrupt.h"
 #include "front/tracing/trace_recorder.h"
 #include "runner/engine/async_engine.h"
 
@@ -68,9 +71,27 @@ struct LanguageModel::Impl {
     return TraceFuture(std::move(future), [&engine, ids, cancelled] {
       cancelled->store(true);
       for (uint64_t id : ids) engine.abort(id);
-    });
+    }, tracing::interrupt_count());
   }
 };
+
+void TraceFuture::wait() const {
+  // Polls the interrupt counter (a signal handler can only bump a counter).
+  while (future_.wait_for(std::chrono::milliseconds(20)) != std::future_status::ready) {
+    if (tracing::interrupt_count() != interrupts_at_) {
+      cancel();
+      future_.wait();
+      throw Interrupted("the trace was interrupted; its requests were aborted");
+    }
+  }
+  // Finished, but interrupted before it was collected: the caller asked to stop.
+  if (tracing::interrupt_count() != interrupts_at_) throw Interrupted("the trace was interrupted");
+}
+
+TraceResult TraceFuture::get() {
+  wait();
+  return future_.get();
+}
 
 LanguageModel::LanguageModel(const EngineArgs& args) : impl_(std::make_unique<Impl>()) {
   impl_->args = args;
