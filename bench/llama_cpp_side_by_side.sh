@@ -62,3 +62,76 @@ if [[ ! -x "$bin/llama-bench" || ! -x "$bin/llama-batched-bench" ]]; then
   nice -n 10 cmake --build "$cache/build" --target llama-bench llama-batched-bench -j "${NNSIGHT_BUILD_JOBS:-2}" >&2
 fi
 [[ $build_only == 1 ]] && { echo "$bin"; exit 0; }
+
+# ---- run, alternating -------------------------------------------------------------
+engine="$build_dir/bench/engine_bench"
+[[ -x "$engine" ]] || { echo "missing $engine: build this project first (scripts/build)" >&2; exit 1; }
+[[ -f "$model" ]] || { echo "missing model $model" >&2; exit 1; }
+out="$(mktemp -d)"
+trap 'rm -rf "$out"' EXIT
+maxb=$(tr ',' '\n' <<<"$batches" | sort -n | tail -n1)
+ctx=$(( maxb * (prompt + gen) + 256 ))
+echo "model $model ($(stat -c %s "$model") bytes), $threads threads, prompt $prompt, gen $gen, batches $batches, $rounds rounds" >&2
+echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+for r in $(seq 1 "$rounds"); do
+  echo "round $r/$rounds: llama-bench" >&2
+  "$bin/llama-bench" -m "$model" -t "$threads" -p "$prompt" -n "$gen" -r 3 -o jsonl >"$out/lb.$r" 2>/dev/null
+  echo "round $r/$rounds: llama-batched-bench" >&2
+  "$bin/llama-batched-bench" -m "$model" -t "$threads" -tb "$threads" -c "$ctx" -npp "$prompt" -ntg "$gen" \
+    -npl "$batches" --output-format jsonl >"$out/bb.$r" 2>/dev/null
+  echo "round $r/$rounds: engine_bench" >&2
+  "$engine" --model "$model" --threads "$threads" --dtypes float32 --weights packed,dequantized \
+    --prompt-len "$prompt" --prefill-len "$prompt" --steps "$gen" --batches "$batches" --skip-floors 1 >"$out/eb.$r"
+done
+echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+
+python3 - "$out" "$rounds" "$model" "$prompt" "$gen" "$batches" <<'PY'
+import json, os, re, statistics, sys
+out, rounds, model, prompt, gen, batches = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4]), int(sys.argv[5]), [int(b) for b in sys.argv[6].split(',')]
+vals = {}
+def add(key, v): vals.setdefault(key, []).append(v)
+bw = []
+for r in range(1, rounds + 1):
+    for line in open(os.path.join(out, f"lb.{r}")):
+        line = line.strip()
+        if not line.startswith("{"): continue
+        j = json.loads(line)
+        if j.get("n_prompt", 0) > 0 and j.get("n_gen", 0) == 0: add(("llama", "prefill"), j["avg_ts"])
+        if j.get("n_gen", 0) > 0 and j.get("n_prompt", 0) == 0: add(("llama", "decode1_bench"), j["avg_ts"])
+    for line in open(os.path.join(out, f"bb.{r}")):
+        line = line.strip()
+        if not line.startswith("{"): continue
+        j = json.loads(line)
+        add(("llama", f"decode{j['pl']}"), j["speed_tg"])
+        if j["pl"] == 1: add(("llama", "prefill_batched"), j["speed_pp"])
+    for line in open(os.path.join(out, f"eb.{r}")):
+        m = re.match(r"machine: .*copy bandwidth ([0-9.]+) GB/s", line)
+        if m: bw.append(float(m.group(1)))
+        m = re.match(r"RESULT float32/(\w+) (\w+) ([0-9.]+)", line)
+        if not m: continue
+        mode, key, v = m.group(1), m.group(2), float(m.group(3))
+        if key == "prefill_tps": add((mode, "prefill"), v)
+        if key.startswith("decode_tps_b"): add((mode, "decode" + key[len("decode_tps_b"):]), v)
+        if key == "weight_mb": add((mode, "weight_mb"), v)
+med = {k: statistics.median(v) for k, v in vals.items()}
+def get(k): return med.get(k)
+size = os.path.getsize(model)
+bwm = statistics.median(bw) if bw else 0
+print(f"\nmodel {os.path.basename(model)}: file {size/1e6:.1f} MB; packed weights read per decode step "
+      f"{get(('packed','weight_mb')) or 0:.1f} MB, dequantized float32 {get(('dequantized','weight_mb')) or 0:.1f} MB")
+if bwm:
+    print(f"copy bandwidth {bwm:.1f} GB/s -> physical floor at batch 1 (file bytes / bandwidth): "
+          f"{size/(bwm*1e9)*1e3:.2f} ms/token = {bwm*1e9/size:.0f} tokens/s")
+print(f"medians over {rounds} alternating rounds; tokens/s\n")
+print("| measure | llama.cpp | this engine, packed | packed / llama.cpp | this engine, dequantized f32 | packed / dequantized |")
+print("|---|---|---|---|---|---|")
+rows = [(f"prefill {prompt} tokens (llama-bench pp{prompt})", ("llama", "prefill"), "prefill"),
+        (f"decode batch 1 (llama-bench tg{gen})", ("llama", "decode1_bench"), "decode1")]
+for b in batches:
+    rows.append((f"decode batch {b} (llama-batched-bench S_TG, {prompt}+{gen})", ("llama", f"decode{b}"), f"decode{b}"))
+for name, lk, ek in rows:
+    l, p, d = get(lk), get(("packed", ek)), get(("dequantized", ek))
+    f = lambda x: f"{x:.1f}" if x else "-"
+    rt = lambda a, b: f"{a/b:.2f}" if a and b else "-"
+    print(f"| {name} | {f(l)} | {f(p)} | {rt(p, l)} | {f(d)} | {rt(p, d)} |")
+PY

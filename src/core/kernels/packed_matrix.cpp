@@ -79,15 +79,14 @@ PackedMatrix PackedMatrix::narrow_cols(int64_t start, int64_t length) const {
   return m;
 }
 
-PackedMatrix PackedMatrix::permute_rows(const std::vector<int64_t>& index) const {
-  TORCH_CHECK(static_cast<int64_t>(index.size()) == rows, "PackedMatrix::permute_rows: ", index.size(),
-              " indices for ", rows, " rows");
+PackedMatrix PackedMatrix::select_rows(const std::vector<int64_t>& index) const {
   std::vector<int64_t> physical(index.size());
   for (size_t r = 0; r < index.size(); ++r) {
-    TORCH_CHECK(index[r] >= 0 && index[r] < rows, "PackedMatrix::permute_rows: index ", index[r], " out of range");
+    TORCH_CHECK(index[r] >= 0 && index[r] < rows, "PackedMatrix::select_rows: index ", index[r], " out of range");
     physical[r] = row_index.empty() ? index[r] : row_index[static_cast<size_t>(index[r])];
   }
   PackedMatrix m = *this;
+  m.rows = static_cast<int64_t>(physical.size());
   m.row_index = std::move(physical);
   return m;
 }

@@ -63,8 +63,9 @@ struct PackedMatrix {
   PackedMatrix narrow_rows(int64_t start, int64_t length) const;
   // Columns [start, start + length), both multiples of the block size, sharing the data.
   PackedMatrix narrow_cols(int64_t start, int64_t length) const;
-  // Logical row r becomes physical row index[r] of this matrix's rows.
-  PackedMatrix permute_rows(const std::vector<int64_t>& index) const;
+  // Logical rows index[0], index[1], ... of this matrix (any number, repeats
+  // allowed), sharing the data.
+  PackedMatrix select_rows(const std::vector<int64_t>& index) const;
 
   // float32 [rows, cols], decoded by the portable reference decoder.
   at::Tensor dequantize() const;
