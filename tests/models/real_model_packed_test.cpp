@@ -155,6 +155,8 @@ TEST(RealModelPacked, LogitsEqualTheDequantizedModelOverAMixedBatch) {
       const double diff = (a[i].to(at::kDouble) - b[i].to(at::kDouble)).abs().max().item<double>();
       worst = std::max(worst, diff / scale);
       EXPECT_LE(diff, 1e-4 * scale) << "step " << st << " sequence " << i;
+      // Stronger, and what the kernel promises: the very same bits.
+      EXPECT_TRUE(bitwise_equal(a[i], b[i])) << "step " << st << " sequence " << i;
       EXPECT_EQ(a[i].argmax().item<int64_t>(), b[i].argmax().item<int64_t>());
     }
   }
