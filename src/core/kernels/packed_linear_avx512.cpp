@@ -26,7 +26,11 @@
 #include "core/kernels/linear_store_avx512.h"
 #include "core/kernels/packed_decode.h"
 
-#define NNSIGHT_AVX512_INLINE NNSIGHT_AVX512_F32 inline __attribute__((always_inline))
+// F16C converts the f16 scales (every AVX-512 CPU has it). Its conversion is
+// exact like half_to_float's; only a signalling NaN scale comes out quieted
+// (half_to_float keeps the payload as is): NaN weights either way.
+#define NNSIGHT_PACKED_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c")))
+#define NNSIGHT_AVX512_INLINE NNSIGHT_PACKED_TARGET inline __attribute__((always_inline))
 
 namespace nnsight::kernels::detail {
 
@@ -37,6 +41,11 @@ using avx512::StoreF32;
 NNSIGHT_AVX512_INLINE __m512 iota_ps(float start) {
   return _mm512_add_ps(_mm512_set1_ps(start),
                        _mm512_setr_ps(0.f, 1.f, 2.f, 3.f, 4.f, 5.f, 6.f, 7.f, 8.f, 9.f, 10.f, 11.f, 12.f, 13.f, 14.f, 15.f));
+}
+
+// The f16 at p, as float in every lane.
+NNSIGHT_AVX512_INLINE __m512 half16(const uint8_t* p) {
+  return _mm512_cvtph_ps(_mm256_set1_epi16(static_cast<short>(load_u16(p))));
 }
 
 // 16 bytes -> 16 x int32 (zero-extended).
@@ -55,7 +64,7 @@ struct Q4_0 {
     const uint8_t* qs;
   };
   NNSIGHT_AVX512_INLINE static void load(const uint8_t* b, State& s) {
-    s.table = _mm512_mul_ps(_mm512_set1_ps(half_to_float(b)), iota_ps(-8.f));
+    s.table = _mm512_mul_ps(half16(b), iota_ps(-8.f));
     s.qs = b + 2;
   }
   NNSIGHT_AVX512_INLINE static void group(const State& s, int, __m512& w0, __m512& w1) {
@@ -71,9 +80,10 @@ struct Q4_1 {
     __m512 table;  // d * q + m
     const uint8_t* qs;
   };
+  // d * q is exact in float (11 x 4 significant bits), so one FMA rounds
+  // d * q + m exactly as the reference's multiply-then-add does.
   NNSIGHT_AVX512_INLINE static void load(const uint8_t* b, State& s) {
-    s.table = _mm512_add_ps(_mm512_mul_ps(_mm512_set1_ps(half_to_float(b)), iota_ps(0.f)),
-                            _mm512_set1_ps(half_to_float(b + 2)));
+    s.table = _mm512_fmadd_ps(half16(b), iota_ps(0.f), half16(b + 2));
     s.qs = b + 4;
   }
   NNSIGHT_AVX512_INLINE static void group(const State& s, int, __m512& w0, __m512& w1) {
@@ -94,11 +104,12 @@ struct Q5_01 {
     const uint8_t* qs;
   };
   NNSIGHT_AVX512_INLINE static void load(const uint8_t* b, State& s) {
-    const __m512 d = _mm512_set1_ps(half_to_float(b));
+    const __m512 d = half16(b);
     if constexpr (kHasMin) {
-      const __m512 m = _mm512_set1_ps(half_to_float(b + 2));
-      s.lo = _mm512_add_ps(_mm512_mul_ps(d, iota_ps(0.f)), m);
-      s.hi = _mm512_add_ps(_mm512_mul_ps(d, iota_ps(16.f)), m);
+      const __m512 m = half16(b + 2);
+      // d * q exact (11 x 5 bits): the FMA rounds as multiply-then-add does.
+      s.lo = _mm512_fmadd_ps(d, iota_ps(0.f), m);
+      s.hi = _mm512_fmadd_ps(d, iota_ps(16.f), m);
       std::memcpy(&s.qh, b + 4, 4);
       s.qs = b + 8;
     } else {
@@ -124,7 +135,7 @@ struct Q8_0 {
     const int8_t* qs;
   };
   NNSIGHT_AVX512_INLINE static void load(const uint8_t* b, State& s) {
-    s.d = _mm512_set1_ps(half_to_float(b));
+    s.d = half16(b);
     s.qs = reinterpret_cast<const int8_t*>(b + 2);
   }
   NNSIGHT_AVX512_INLINE static void group(const State& s, int, __m512& w0, __m512& w1) {
@@ -162,12 +173,14 @@ struct QK45 {
       z0 = _mm512_srli_epi32(z0, 4);
       z1 = _mm512_srli_epi32(z1, 4);
     }
+    // (d * scale) * q is exact (11 x 6 x 5 bits): the FMA rounds as
+    // multiply-then-subtract does.
     const __m512 d = _mm512_set1_ps(s.d[g]), m = _mm512_set1_ps(s.m[g]);
-    const __m512 lo = _mm512_sub_ps(_mm512_mul_ps(d, iota_ps(0.f)), m);
+    const __m512 lo = _mm512_fmsub_ps(d, iota_ps(0.f), m);
     w0 = _mm512_permutexvar_ps(z0, lo);
     w1 = _mm512_permutexvar_ps(z1, lo);
     if constexpr (kFive) {
-      const __m512 hi = _mm512_sub_ps(_mm512_mul_ps(d, iota_ps(16.f)), m);
+      const __m512 hi = _mm512_fmsub_ps(d, iota_ps(16.f), m);
       const __mmask32 bit = _mm256_test_epi8_mask(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(s.qh)),
                                                   _mm256_set1_epi8(static_cast<char>(1 << g)));
       w0 = _mm512_mask_permutexvar_ps(w0, static_cast<__mmask16>(bit), z0, hi);
@@ -210,7 +223,7 @@ struct Q6_K {
 };
 
 template <class Q>
-NNSIGHT_AVX512_F32 void decode_row(const uint8_t* src, float* dst, int64_t n) {
+NNSIGHT_PACKED_TARGET void decode_row(const uint8_t* src, float* dst, int64_t n) {
   for (int64_t b = 0; b < n / Q::kBlock; ++b) {
     typename Q::State s;
     Q::load(src + b * Q::kBytes, s);
@@ -226,7 +239,7 @@ NNSIGHT_AVX512_F32 void decode_row(const uint8_t* src, float* dst, int64_t n) {
 }
 
 template <class Q, int MR, int NR>
-NNSIGHT_AVX512_F32 void fused_tile(const TileArgs& a) {
+NNSIGHT_PACKED_TARGET void fused_tile(const TileArgs& a) {
   const float* x[MR];
   const uint8_t* w[NR];
 #pragma GCC unroll 8
