@@ -7,6 +7,13 @@
 //
 //   engine_bench [--model PATH] [--dtypes float32,bfloat16] [--batches 1,8,32]
 //                [--prompt-len 64] [--steps 24] [--threads N]
+//                [--weights packed,dequantized] [--prefill-len 128] [--skip-floors 1]
+//
+// --weights: GGUF weights kept packed (the default) and/or dequantized at
+// load (EngineArgs::dequantize). Besides the tables it prints one
+// machine-readable line per number, "RESULT <dtype>/<weights> <key> <value>"
+// (keys prefill_tps, decode_tps_b<B>, weight_mb), which
+// bench/llama_cpp_side_by_side.sh reads.
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <c10/core/InferenceMode.h>
@@ -27,6 +34,8 @@
 #include "models/causal_lm.h"
 #include "runner/engine/engine.h"
 #include "runner/executor/inproc_executor.h"
+#include "tp/parallel_embedding.h"
+#include "tp/parallel_linear.h"
 #include "support/bench_support.h"
 
 using namespace nnsight;
@@ -75,13 +84,28 @@ double blas_step_seconds(const ModelConfig& c, int64_t rows, at::ScalarType dt) 
   return total;
 }
 
+const kernels::PackedMatrix* packed_of(Module* m) {
+  if (auto* l = dynamic_cast<tp::ColumnParallelLinear*>(m)) return l->packed_weight();
+  if (auto* l = dynamic_cast<tp::RowParallelLinear*>(m)) return l->packed_weight();
+  if (auto* l = dynamic_cast<tp::VocabParallelEmbedding*>(m)) return l->packed_weight();
+  if (auto* l = dynamic_cast<tp::ParallelLMHead*>(m)) return l->packed_weight();
+  return nullptr;
+}
+
 int64_t weight_bytes(CausalLM& model) {
   std::set<const void*> seen;
   int64_t bytes = 0;
   for (auto& p : model.parameters()) {
     if (!seen.insert(p.data_ptr()).second) continue;
-    bytes += p.numel() * p.element_size();
+    bool placeholder = p.numel() > 1;  // a packed layer's NaN placeholder holds one element
+    for (int64_t s : p.strides()) placeholder = placeholder && s == 0;
+    if (!placeholder) bytes += p.numel() * p.element_size();
   }
+  // Packed matrices: each once (a tied LM head shares the embedding's).
+  std::set<const kernels::PackedMatrix*> packed;
+  for (auto& [path, m] : model.named_hookable_modules())
+    if (const kernels::PackedMatrix* pm = packed_of(m)) packed.insert(pm);
+  for (const kernels::PackedMatrix* pm : packed) bytes += pm->bytes();
   // The embedding table is read one row per token; with tied weights it is
   // read in full as the LM head, which the sum above already counts once.
   return bytes;
@@ -100,7 +124,8 @@ int main(int argc, char** argv) {
   std::string model_path = bench::default_model_path();
   std::vector<std::string> dtypes = {"float32", "bfloat16"};
   std::vector<int64_t> batches = {1, 8, 32};
-  int64_t prompt_len = 64, steps = 24, threads = 0;
+  std::vector<std::string> weights = {"packed", "dequantized"};
+  int64_t prompt_len = 64, steps = 24, threads = 0, prefill_len = 128, skip_floors = 0;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i], v = argv[i + 1];
     if (a == "--model") model_path = v;
@@ -109,6 +134,9 @@ int main(int argc, char** argv) {
     else if (a == "--prompt-len") prompt_len = std::stoll(v);
     else if (a == "--steps") steps = std::stoll(v);
     else if (a == "--threads") threads = std::stoll(v);
+    else if (a == "--weights") weights = split(v);
+    else if (a == "--prefill-len") prefill_len = std::stoll(v);
+    else if (a == "--skip-floors") skip_floors = std::stoll(v);
     else {
       std::fprintf(stderr, "unknown option %s\n", a.c_str());
       return 2;
@@ -119,10 +147,13 @@ int main(int argc, char** argv) {
   const double bw = bench::measure_copy_bandwidth();
   std::printf("machine: %d intra-op threads; copy bandwidth %.1f GB/s\n", at::get_num_threads(), bw / 1e9);
 
-  for (const auto& dtype : dtypes) {
+  for (const auto& dtype : dtypes)
+  for (const auto& wmode : weights) {
+    const std::string tag = dtype + "/" + wmode;
     EngineArgs args = EngineArgs()
                           .model(model_path)
                           .dtype(dtype)
+                          .dequantize(wmode == "dequantized")
                           .max_num_seqs(64)
                           .max_num_batched_tokens(4096)
                           .enable_prefix_caching(false)
@@ -137,11 +168,11 @@ int main(int argc, char** argv) {
     const double mem_floor = static_cast<double>(wbytes) / bw;
     std::mt19937_64 rng(1);
 
-    // Prefill at batch 1: one 128-token prompt, its first step.
+    // Prefill at batch 1: one prefill_len-token prompt, its first step.
     double prefill_best = 1e30;
     for (int rep = 0; rep < 3; ++rep) {
       runner::RequestInput in;
-      in.prompt_token_ids = random_prompt(rng, 128, cfg.vocab_size);
+      in.prompt_token_ids = random_prompt(rng, prefill_len, cfg.vocab_size);
       in.params = SamplingParams().temperature(0).max_tokens(1).ignore_eos(true);
       engine.add_request(in);
       const auto t0 = clock_type::now();
@@ -149,10 +180,14 @@ int main(int argc, char** argv) {
       prefill_best = std::min(prefill_best, seconds_since(t0));
       while (engine.has_unfinished()) engine.step();
     }
-    const double prefill_floor = std::max(mem_floor, blas_step_seconds(cfg, 128, dt));
-    std::printf("\n## %s: weights %.1f MB, memory floor %.1f ms/step\n", dtype.c_str(), wbytes / 1e6, mem_floor * 1e3);
-    std::printf("prefill 128 tokens at batch 1: %.1f ms = %.0f tokens/s (compute floor %.1f ms, ratio %.2f)\n",
-                prefill_best * 1e3, 128 / prefill_best, prefill_floor * 1e3, prefill_best / prefill_floor);
+    const double prefill_floor =
+        skip_floors != 0 ? mem_floor : std::max(mem_floor, blas_step_seconds(cfg, prefill_len, dt));
+    std::printf("\n## %s: weights %.1f MB, memory floor %.1f ms/step\n", tag.c_str(), wbytes / 1e6, mem_floor * 1e3);
+    std::printf("prefill %lld tokens at batch 1: %.1f ms = %.0f tokens/s (compute floor %.1f ms, ratio %.2f)\n",
+                static_cast<long long>(prefill_len), prefill_best * 1e3, prefill_len / prefill_best,
+                prefill_floor * 1e3, prefill_best / prefill_floor);
+    std::printf("RESULT %s weight_mb %.2f\nRESULT %s prefill_tps %.2f\n", tag.c_str(), wbytes / 1e6, tag.c_str(),
+                prefill_len / prefill_best);
     std::printf("| batch | step ms (median) | tokens/s | memory floor ms | compute floor ms | ratio to larger |\n");
     std::printf("|---|---|---|---|---|---|\n");
 
@@ -180,10 +215,12 @@ int main(int argc, char** argv) {
       while (engine.has_unfinished()) engine.step();
       std::sort(times.begin(), times.end());
       const double med = times[times.size() / 2];
-      const double compute_floor = blas_step_seconds(cfg, b, dt);
+      const double compute_floor = skip_floors != 0 ? 0.0 : blas_step_seconds(cfg, b, dt);
       const double floor = std::max(mem_floor, compute_floor);
       std::printf("| %lld | %.1f | %.1f | %.1f | %.1f | %.2f |\n", static_cast<long long>(b), med * 1e3, b / med,
                   mem_floor * 1e3, compute_floor * 1e3, med / floor);
+      std::printf("RESULT %s decode_tps_b%lld %.2f\n", tag.c_str(), static_cast<long long>(b), b / med);
+      std::fflush(stdout);
     }
   }
 

@@ -5,6 +5,8 @@
 #include <nnsight/error.hpp>
 
 #include "core/kernels/linear.h"
+#include "core/kernels/packed_linear.h"
+#include "core/lazy_zeros.h"
 
 namespace nnsight::tp {
 
@@ -12,16 +14,23 @@ VocabParallelEmbedding::VocabParallelEmbedding(int64_t vocab, int64_t dim, Paral
                                                const at::TensorOptions& options)
     : Module("Embedding"), vocab_(vocab), dim_(dim), ctx_(std::move(ctx)) {
   rows_ = even_split(vocab, ctx_, "vocabulary size");
-  weight = register_parameter("weight", at::zeros({rows_.length, dim}, options), false);
+  weight = register_parameter("weight", lazy_zeros({rows_.length, dim}, options), false);
+}
+
+at::Tensor VocabParallelEmbedding::dense_weight() const {
+  return packed_ ? packed_->dequantize().to(weight.options()) : weight;
 }
 
 at::Tensor VocabParallelEmbedding::forward(const at::Tensor& ids) {
   return invoke(ids, [&](const at::Tensor& in) {
-    if (ctx_.single()) return at::embedding(weight, in);
+    auto lookup = [&](const at::Tensor& ids) {
+      return packed_ ? kernels::packed_embedding(*packed_, ids, weight.scalar_type()) : at::embedding(weight, ids);
+    };
+    if (ctx_.single()) return lookup(in);
     // Ids owned by other ranks look up row 0 and are zeroed before the sum.
     at::Tensor local = in - rows_.start;
     at::Tensor outside = (local < 0).logical_or_(local >= rows_.length);
-    at::Tensor y = at::embedding(weight, local.masked_fill(outside, 0));
+    at::Tensor y = lookup(local.masked_fill(outside, 0));
     y.masked_fill_(outside.unsqueeze(-1), 0);
     ctx_.group->all_reduce_sum(y);
     return y;
@@ -35,18 +44,36 @@ void VocabParallelEmbedding::load_weights(const WeightSource& source) {
     throw LoadError(source.describe() + ": tensor '" + w + "' has an unexpected shape for vocabulary " +
                     std::to_string(vocab_) + " x hidden " + std::to_string(dim_));
   }
-  weight.copy_(source.load(w, ShardSlice::rows(rows_.start, rows_.length)));
+  const ShardSlice slice = ShardSlice::rows(rows_.start, rows_.length);
+  std::optional<kernels::PackedMatrix> p = weight.device().is_cpu() ? source.load_packed(w, slice) : std::nullopt;
+  if (p) {
+    packed_ = std::make_shared<const kernels::PackedMatrix>(std::move(*p));
+    release_to_placeholder(weight);
+  } else {
+    weight.copy_(source.load(w, slice));
+  }
 }
 
 ParallelLMHead::ParallelLMHead(int64_t vocab, int64_t dim, ParallelContext ctx, const at::TensorOptions& options)
     : Module("Linear"), vocab_(vocab), dim_(dim), ctx_(std::move(ctx)) {
   rows_ = even_split(vocab, ctx_, "vocabulary size");
-  weight = register_parameter("weight", at::zeros({rows_.length, dim}, options), false);
+  weight = register_parameter("weight", lazy_zeros({rows_.length, dim}, options), false);
+}
+
+const kernels::PackedMatrix* ParallelLMHead::packed_weight() const {
+  return tied_to_ != nullptr ? tied_to_->packed_weight() : packed_.get();
+}
+
+at::Tensor ParallelLMHead::dense_weight() const {
+  const kernels::PackedMatrix* p = packed_weight();
+  return p != nullptr ? p->dequantize().to(weight.options()) : weight;
 }
 
 at::Tensor ParallelLMHead::forward(const at::Tensor& hidden) {
   return invoke(hidden, [&](const at::Tensor& in) {
-    at::Tensor y = kernels::linear(in, weight, at::Tensor());  // [S, local_vocab]
+    const kernels::PackedMatrix* p = packed_weight();
+    at::Tensor y = p != nullptr ? kernels::packed_linear(in, *p, at::Tensor())  // [S, local_vocab]
+                                : kernels::linear(in, weight, at::Tensor());
     if (!ctx_.single()) y = ctx_.group->all_gather(y, -1);
     return y;
   });
@@ -57,17 +84,29 @@ void ParallelLMHead::tie_to(const VocabParallelEmbedding& embedding) {
               "ParallelLMHead::tie_to: embedding split differs");
   weight.set_(embedding.weight);
   tied_ = true;
+  tied_to_ = &embedding;
 }
 
 void ParallelLMHead::load_weights(const WeightSource& source) {
-  if (tied_) return;
+  if (tied_) {
+    // The embedding (loaded first) went packed: drop the shared float storage too.
+    if (packed_weight() != nullptr && !is_nan_placeholder(weight)) release_to_placeholder(weight);
+    return;
+  }
   const std::string w = path() + ".weight";
   auto shape = source.shape(w);
   if (shape != std::vector<int64_t>{vocab_, dim_}) {
     throw LoadError(source.describe() + ": tensor '" + w + "' has an unexpected shape for vocabulary " +
                     std::to_string(vocab_) + " x hidden " + std::to_string(dim_));
   }
-  weight.copy_(source.load(w, ShardSlice::rows(rows_.start, rows_.length)));
+  const ShardSlice slice = ShardSlice::rows(rows_.start, rows_.length);
+  std::optional<kernels::PackedMatrix> p = weight.device().is_cpu() ? source.load_packed(w, slice) : std::nullopt;
+  if (p) {
+    packed_ = std::make_shared<const kernels::PackedMatrix>(std::move(*p));
+    release_to_placeholder(weight);
+  } else {
+    weight.copy_(source.load(w, slice));
+  }
 }
 
 }  // namespace nnsight::tp

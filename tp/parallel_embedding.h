@@ -23,12 +23,17 @@ class VocabParallelEmbedding : public Module {
 
   int64_t vocab() const { return vocab_; }
   RowRange rows() const { return rows_; }
+  // The packed table ([local_vocab, dim]; rows read and decoded per token),
+  // or nullptr when `weight` holds it (see parallel_linear.h).
+  const kernels::PackedMatrix* packed_weight() const { return packed_.get(); }
+  at::Tensor dense_weight() const;
   at::Tensor weight;  // [local_vocab, dim]
 
  private:
   int64_t vocab_, dim_;
   ParallelContext ctx_;
   RowRange rows_;
+  std::shared_ptr<const kernels::PackedMatrix> packed_;
 };
 
 class ParallelLMHead : public Module {
@@ -41,6 +46,9 @@ class ParallelLMHead : public Module {
   // Shares the embedding's weight (tied word embeddings); loading is then skipped.
   void tie_to(const VocabParallelEmbedding& embedding);
   bool tied() const { return tied_; }
+  // The packed weight (the embedding's when tied), or nullptr.
+  const kernels::PackedMatrix* packed_weight() const;
+  at::Tensor dense_weight() const;
 
   at::Tensor weight;  // [local_vocab, dim]
 
@@ -49,6 +57,8 @@ class ParallelLMHead : public Module {
   ParallelContext ctx_;
   RowRange rows_;
   bool tied_ = false;
+  const VocabParallelEmbedding* tied_to_ = nullptr;  // the module owning both (the model) keeps it alive
+  std::shared_ptr<const kernels::PackedMatrix> packed_;
 };
 
 }  // namespace nnsight::tp

@@ -5,6 +5,8 @@
 #include <nnsight/error.hpp>
 
 #include "core/kernels/linear.h"
+#include "core/kernels/packed_linear.h"
+#include "core/lazy_zeros.h"
 #include "tp/sharding.h"
 
 namespace nnsight::tp {
@@ -21,6 +23,11 @@ void check_shape(const WeightSource& src, const std::string& name, const std::ve
 }
 }  // namespace
 
+void release_to_placeholder(at::Tensor& param) {
+  at::Tensor ph = nan_placeholder(param.sizes(), param.options());
+  param.set_(ph.storage(), ph.storage_offset(), ph.sizes(), ph.strides());
+}
+
 ColumnParallelLinear::ColumnParallelLinear(int64_t in_features, bool has_bias, ParallelContext ctx,
                                            ShardLayout layout, bool gather_output, const at::TensorOptions& options)
     : Module("Linear"), in_(in_features), ctx_(std::move(ctx)), layout_(std::move(layout)),
@@ -28,7 +35,7 @@ ColumnParallelLinear::ColumnParallelLinear(int64_t in_features, bool has_bias, P
   TORCH_CHECK(layout_.world_size() == ctx_.world_size(), "ColumnParallelLinear: layout for ",
               layout_.world_size(), " ranks in a group of ", ctx_.world_size());
   const int64_t local = layout_.local_size();
-  weight = register_parameter("weight", at::zeros({local, in_}, options), /*requires_grad=*/false);
+  weight = register_parameter("weight", lazy_zeros({local, in_}, options), /*requires_grad=*/false);
   if (has_bias) bias = register_parameter("bias", at::zeros({local}, options), false);
   split_ = last_dim_sharding(ctx_, layout_);
   if (!gather_output_) set_output_sharding(split_);
@@ -36,7 +43,8 @@ ColumnParallelLinear::ColumnParallelLinear(int64_t in_features, bool has_bias, P
 
 at::Tensor ColumnParallelLinear::forward(const at::Tensor& x) {
   return invoke(x, [&](const at::Tensor& in) {
-    at::Tensor y = kernels::linear(in, weight, bias);  // [T, local_out]
+    at::Tensor y = packed_ ? kernels::packed_linear(in, *packed_, bias)  // [T, local_out]
+                           : kernels::linear(in, weight, bias);
     if (gather_output_ && split_) y = split_->gather(y);  // [T, out]
     return y;
   });
@@ -45,9 +53,20 @@ at::Tensor ColumnParallelLinear::forward(const at::Tensor& x) {
 void ColumnParallelLinear::load_weights(const WeightSource& source) {
   const std::string w = path() + ".weight";
   check_shape(source, w, {out_features(), in_});
+  std::optional<kernels::PackedMatrix> whole = weight.device().is_cpu() ? source.load_packed(w) : std::nullopt;
+  if (whole) {
+    std::vector<int64_t> index;
+    for (const auto& r : rows())
+      for (int64_t i = 0; i < r.length; ++i) index.push_back(r.start + i);
+    packed_ = std::make_shared<const kernels::PackedMatrix>(
+        rows().size() == 1 ? whole->narrow_rows(rows()[0].start, rows()[0].length) : whole->select_rows(index));
+    release_to_placeholder(weight);
+  }
   std::vector<at::Tensor> parts;
-  for (const auto& r : rows()) parts.push_back(source.load(w, ShardSlice::rows(r.start, r.length)));
-  weight.copy_(parts.size() == 1 ? parts[0] : at::cat(parts, 0));
+  if (!packed_) {
+    for (const auto& r : rows()) parts.push_back(source.load(w, ShardSlice::rows(r.start, r.length)));
+    weight.copy_(parts.size() == 1 ? parts[0] : at::cat(parts, 0));
+  }
   if (bias.defined()) {
     const std::string b = path() + ".bias";
     check_shape(source, b, {out_features()});
@@ -63,17 +82,26 @@ RowParallelLinear::RowParallelLinear(int64_t out_features, bool has_bias, Parall
   TORCH_CHECK(layout_.world_size() == ctx_.world_size(), "RowParallelLinear: layout for ", layout_.world_size(),
               " ranks in a group of ", ctx_.world_size());
   TORCH_CHECK(layout_.ranges(ctx_.rank()).size() == 1, "RowParallelLinear: one column range per rank");
-  weight = register_parameter("weight", at::zeros({out_, layout_.local_size()}, options), false);
+  weight = register_parameter("weight", lazy_zeros({out_, layout_.local_size()}, options), false);
   if (has_bias) bias = register_parameter("bias", at::zeros({out_}, options), false);
   set_input_sharding(last_dim_sharding(ctx_, layout_));
 }
 
 RowRange RowParallelLinear::cols() const { return layout_.ranges(ctx_.rank()).front(); }
 
+at::Tensor ColumnParallelLinear::dense_weight() const {
+  return packed_ ? packed_->dequantize().to(weight.options()) : weight;
+}
+
+at::Tensor RowParallelLinear::dense_weight() const {
+  return packed_ ? packed_->dequantize().to(weight.options()) : weight;
+}
+
 at::Tensor RowParallelLinear::forward(const at::Tensor& x) {
   return invoke(x, [&](const at::Tensor& in) {
-    if (ctx_.single()) return kernels::linear(in, weight, bias);
-    at::Tensor y = kernels::linear(in, weight, at::Tensor());  // [T, out], partial sum over this rank's columns
+    if (ctx_.single()) return packed_ ? kernels::packed_linear(in, *packed_, bias) : kernels::linear(in, weight, bias);
+    // [T, out], partial sum over this rank's columns
+    at::Tensor y = packed_ ? kernels::packed_linear(in, *packed_, at::Tensor()) : kernels::linear(in, weight, at::Tensor());
     ctx_.group->all_reduce_sum(y);
     if (bias.defined()) y.add_(bias);
     return y;
@@ -84,7 +112,14 @@ void RowParallelLinear::load_weights(const WeightSource& source) {
   const std::string w = path() + ".weight";
   const RowRange c = cols();
   check_shape(source, w, {out_, in_features()});
-  weight.copy_(source.load(w, c.length == in_features() ? ShardSlice::whole() : ShardSlice::cols(c.start, c.length)));
+  const ShardSlice slice = c.length == in_features() ? ShardSlice::whole() : ShardSlice::cols(c.start, c.length);
+  std::optional<kernels::PackedMatrix> p = weight.device().is_cpu() ? source.load_packed(w, slice) : std::nullopt;
+  if (p) {
+    packed_ = std::make_shared<const kernels::PackedMatrix>(std::move(*p));
+    release_to_placeholder(weight);
+  } else {
+    weight.copy_(source.load(w, slice));
+  }
   if (bias.defined()) {
     const std::string b = path() + ".bias";
     check_shape(source, b, {out_});

@@ -10,13 +10,22 @@
 // Each sets the sharding of the values its hooks see (Module::*_sharding):
 // a column-parallel output that is not gathered and a row-parallel input are
 // LastDimSharding with the layer's layout; everything else is whole.
+//
+// Packed weights: when the source serves the weight packed
+// (WeightSource::load_packed: a block-quantized GGUF tensor opened with
+// keep_packed), the layer keeps it so and multiplies with
+// kernels::packed_linear; `weight` then becomes a NaN placeholder of the
+// right shape holding no memory (nnsight::nan_placeholder), and
+// dense_weight() decodes the float weight on demand.
 #pragma once
 
 #include <ATen/core/Tensor.h>
 
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "core/kernels/packed_matrix.h"
 #include "core/module.h"
 #include "tp/process_group.h"
 #include "tp/shard_layout.h"
@@ -39,6 +48,10 @@ class ColumnParallelLinear : public Module {
   const std::vector<RowRange>& rows() const { return layout_.ranges(ctx_.rank()); }
   const ShardLayout& layout() const { return layout_; }
   bool gathers_output() const { return gather_output_; }
+  // The packed weight ([local_out, in]), or nullptr when `weight` holds it.
+  const kernels::PackedMatrix* packed_weight() const { return packed_.get(); }
+  // The weight as a float tensor of the layer's dtype: `weight`, or the packed one decoded.
+  at::Tensor dense_weight() const;
   at::Tensor weight;  // [local_out, in]
   at::Tensor bias;    // [local_out] or undefined
 
@@ -48,6 +61,7 @@ class ColumnParallelLinear : public Module {
   ShardLayout layout_;
   bool gather_output_;
   std::shared_ptr<const TensorSharding> split_;  // how the local output is split (null at world size 1)
+  std::shared_ptr<const kernels::PackedMatrix> packed_;
 };
 
 class RowParallelLinear : public Module {
@@ -64,6 +78,8 @@ class RowParallelLinear : public Module {
   int64_t out_features() const { return out_; }
   RowRange cols() const;  // this rank's columns
   const ShardLayout& layout() const { return layout_; }
+  const kernels::PackedMatrix* packed_weight() const { return packed_.get(); }
+  at::Tensor dense_weight() const;
   at::Tensor weight;  // [out, local_in]
   at::Tensor bias;    // [out] (whole, added once after the reduction) or undefined
 
@@ -71,6 +87,12 @@ class RowParallelLinear : public Module {
   int64_t out_;
   ParallelContext ctx_;
   ShardLayout layout_;
+  std::shared_ptr<const kernels::PackedMatrix> packed_;
 };
+
+// Makes `param` (a registered parameter) a NaN placeholder of its own shape
+// (nnsight::nan_placeholder), releasing its memory, for a layer whose weight
+// is now served packed.
+void release_to_placeholder(at::Tensor& param);
 
 }  // namespace nnsight::tp

@@ -20,6 +20,13 @@ class EngineArgs {
   // "cpu" (default) or "cuda" (needs a CUDA build of LibTorch).
   const std::string& device() const { return device_; }
   EngineArgs& device(std::string v) { device_ = std::move(v); return *this; }
+  // Decode a block-quantized GGUF model's weights to `dtype` at load (the
+  // path before packed weights). Off (default): on the CPU, Q4_0, Q4_1, Q5_0,
+  // Q5_1, Q8_0, Q4_K, Q5_K and Q6_K weights stay packed as in the file and
+  // are decoded inside the linear kernel (same float32 results, a quarter to
+  // a seventh of the memory; docs/weights.md).
+  bool dequantize() const { return dequantize_; }
+  EngineArgs& dequantize(bool v) { dequantize_ = v; return *this; }
 
   // Most sequences in one step.
   int64_t max_num_seqs() const { return max_num_seqs_; }
@@ -115,13 +122,14 @@ class EngineArgs {
        enable_prefix_caching_, block_size_, num_kv_blocks_, kv_cache_memory_mb_, executor_, tensor_parallel_size_,
        worker_timeout_s_, worker_program_, seed_, num_threads_, show_progress_, forward_hooks_, capture_enabled_,
        capture_set_, capture_layers_, capture_sample_rate_, capture_compression_k_, capture_buffer_size_gb_, engine_id_,
-       tp_rendezvous_, worker_addresses_, intervention_memory_mb_);
+       tp_rendezvous_, worker_addresses_, intervention_memory_mb_, dequantize_);
   }
 
  private:
   std::string model_ = "smollm2-135m";
   std::string dtype_ = "float32";
   std::string device_ = "cpu";
+  bool dequantize_ = false;
   int64_t max_num_seqs_ = 64;
   int64_t max_num_batched_tokens_ = 2048;
   int64_t max_model_len_ = 0;

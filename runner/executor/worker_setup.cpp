@@ -85,7 +85,7 @@ std::unique_ptr<ModelRunner> build_model_runner(const EngineArgs& args, const tp
                                                 int worker_rank, int world_size) {
   args.validate();
   const std::string path = resolve_model_path(args.model());
-  auto source = open_weights(path);
+  auto source = open_weights(path, OpenWeightsOptions().packed(!args.dequantize()));
   auto model = create_causal_lm(source->config(), ctx, model_options(args));
   ProgressBar bar("loading " + path, static_cast<int64_t>(model->named_hookable_modules().size()),
                   args.show_progress() && ctx.rank() == 0);

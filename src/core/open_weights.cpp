@@ -26,14 +26,14 @@ bool has_gguf_magic(const std::string& path) {
 
 }  // namespace
 
-std::unique_ptr<WeightSource> open_weights(const std::string& path) {
+std::unique_ptr<WeightSource> open_weights(const std::string& path, const OpenWeightsOptions& options) {
   struct stat st {};
   if (path.empty() || ::stat(path.c_str(), &st) != 0) {
     throw LoadError("no such model file or directory: " + path);
   }
   if (S_ISDIR(st.st_mode)) return std::make_unique<HfCheckpoint>(path);
   if (S_ISREG(st.st_mode)) {
-    if (ends_with(path, ".gguf") || has_gguf_magic(path)) return std::make_unique<GgufWeights>(path);
+    if (ends_with(path, ".gguf") || has_gguf_magic(path)) return std::make_unique<GgufWeights>(path, options.keep_packed);
     if (ends_with(path, ".safetensors")) return std::make_unique<HfCheckpoint>(path);
   }
   throw LoadError(path +

@@ -8,9 +8,11 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "core/kernels/packed_matrix.h"
 #include "core/model_config.h"
 
 namespace nnsight {
@@ -45,10 +47,29 @@ class WeightSource {
   // transpose), so it equals the Hugging Face parameter. Throws LoadError
   // naming the file and tensor when the data is bad or absent.
   virtual at::Tensor load(const std::string& name, ShardSlice slice = ShardSlice::whole()) const = 0;
+  // The same tensor (or slice) kept in its block-quantized encoding, when the
+  // source stores it so, was opened to serve packed weights, and the slice is
+  // whole blocks; std::nullopt otherwise (the caller then uses load()). A
+  // packed matrix is [rows, cols] = the 2-D Hugging Face shape with the same
+  // layout undone (GGUF's q/k permutation as a row index), and keeps the
+  // file's mapping alive.
+  virtual std::optional<kernels::PackedMatrix> load_packed(const std::string& name,
+                                                           ShardSlice slice = ShardSlice::whole()) const {
+    (void)name;
+    (void)slice;
+    return std::nullopt;
+  }
+};
+
+struct OpenWeightsOptions {
+  // Serve block-quantized GGUF tensors packed (load_packed) instead of only
+  // dequantized. Off: load_packed always answers std::nullopt.
+  bool keep_packed = false;
+  OpenWeightsOptions& packed(bool v) { keep_packed = v; return *this; }
 };
 
 // Opens a .gguf file, a Hugging Face directory (config.json + *.safetensors),
 // or a single .safetensors file with a config.json beside it.
-std::unique_ptr<WeightSource> open_weights(const std::string& path);
+std::unique_ptr<WeightSource> open_weights(const std::string& path, const OpenWeightsOptions& options = {});
 
 }  // namespace nnsight

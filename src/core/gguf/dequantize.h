@@ -1,5 +1,5 @@
-// Dequantization of ggml tensor encodings to float32: F32, F16, BF16, Q8_0,
-// Q4_0, Q4_1, Q4_K, Q6_K. Runs at every model load over every weight, so it
+// Dequantization of ggml tensor encodings to float32: F32, F16, BF16, Q4_0,
+// Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K. Runs at every model load over every weight, so it
 // splits the work over blocks with at::parallel_for.
 #pragma once
 

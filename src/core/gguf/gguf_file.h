@@ -50,6 +50,8 @@ class GgufFile {
   explicit GgufFile(const std::string& path);
 
   const std::string& path() const { return file_->path(); }
+  // The mapping, for views of tensor data that outlive this object.
+  const std::shared_ptr<const MappedFile>& mapping() const { return file_; }
   uint32_t version() const { return version_; }
   uint64_t alignment() const { return alignment_; }
   // File offset where the tensor data section starts.

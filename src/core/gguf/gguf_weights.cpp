@@ -31,7 +31,7 @@ int64_t layer_of(const std::string& gguf_name) {
 
 }  // namespace
 
-GgufWeights::GgufWeights(const std::string& path) : file_(path) {
+GgufWeights::GgufWeights(const std::string& path, bool keep_packed) : file_(path), keep_packed_(keep_packed) {
   read_config();
   map_tensors();
   try {
@@ -204,6 +204,43 @@ at::Tensor GgufWeights::load(const std::string& name, ShardSlice slice) const {
   const int64_t h1 = (slice.start + slice.length + head_dim - 1) / head_dim;
   at::Tensor heads = unpermute_qk_rows(read_outer(info, h0 * head_dim, (h1 - h0) * head_dim), h1 - h0);
   return heads.narrow(0, slice.start - h0 * head_dim, slice.length).contiguous();
+}
+
+std::optional<kernels::PackedMatrix> GgufWeights::load_packed(const std::string& name, ShardSlice slice) const {
+  if (!keep_packed_) return std::nullopt;
+  const Entry& e = entry(name);
+  const GgufTensorInfo& info = *e.info;
+  const std::vector<int64_t> shape = info.torch_shape();
+  if (shape.size() != 2 || !kernels::is_packed_type(static_cast<uint32_t>(info.type))) return std::nullopt;
+  if (!slice.is_whole() && (slice.start < 0 || slice.length < 0 || slice.dim > 1 ||
+                            slice.start + slice.length > shape[static_cast<size_t>(slice.dim)])) {
+    throw LoadError(file_.path() + ": tensor '" + name + "' of shape " + shape_string(shape) + ": slice dim " +
+                    std::to_string(slice.dim) + " [" + std::to_string(slice.start) + ", +" +
+                    std::to_string(slice.length) + ") is out of range");
+  }
+  kernels::PackedMatrix m;
+  m.type = static_cast<kernels::PackedType>(info.type);
+  m.rows = shape[0];
+  m.cols = shape[1];
+  m.data = file_.tensor_data(info);
+  m.row_stride = static_cast<int64_t>(info.row_bytes());
+  m.owner = file_.mapping();
+  if (e.permuted_heads > 0) {
+    // Within a head, GGUF row 2j + t holds Hugging Face row t * head_dim / 2 + j
+    // (qk_permutation.h).
+    const int64_t head_dim = m.rows / e.permuted_heads, half = head_dim / 2;
+    std::vector<int64_t> index(static_cast<size_t>(m.rows));
+    for (int64_t h = 0; h < e.permuted_heads; ++h)
+      for (int64_t t = 0; t < 2; ++t)
+        for (int64_t j = 0; j < half; ++j)
+          index[static_cast<size_t>(h * head_dim + t * half + j)] = h * head_dim + 2 * j + t;
+    m = m.select_rows(index);
+  }
+  if (slice.is_whole()) return m;
+  if (slice.dim == 0) return m.narrow_rows(slice.start, slice.length);
+  const int64_t block = kernels::packed_traits(m.type).block_size;
+  if (slice.start % block != 0 || slice.length % block != 0) return std::nullopt;
+  return m.narrow_cols(slice.start, slice.length);
 }
 
 }  // namespace nnsight

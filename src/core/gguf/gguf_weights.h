@@ -18,7 +18,8 @@ class GgufWeights final : public WeightSource {
  public:
   // Throws LoadError for a malformed file, an unsupported architecture, a
   // tensor with no Hugging Face counterpart, or inconsistent hyper-parameters.
-  explicit GgufWeights(const std::string& path);
+  // keep_packed: serve block-quantized tensors through load_packed too.
+  explicit GgufWeights(const std::string& path, bool keep_packed = false);
   // Entries point into file_'s tensor directory.
   GgufWeights(const GgufWeights&) = delete;
   GgufWeights& operator=(const GgufWeights&) = delete;
@@ -32,6 +33,10 @@ class GgufWeights final : public WeightSource {
   std::vector<int64_t> shape(const std::string& name) const override;
   // Row slices of q/k projections dequantize only the heads they touch.
   at::Tensor load(const std::string& name, ShardSlice slice = ShardSlice::whole()) const override;
+  // 2-D tensors of the packed types (kernels::PackedType), pointing into the
+  // mapping; q/k rows through a row index. A column slice must be whole blocks.
+  std::optional<kernels::PackedMatrix> load_packed(const std::string& name,
+                                                   ShardSlice slice = ShardSlice::whole()) const override;
 
   TokenizerSpec tokenizer_spec() const;
   const GgufFile& file() const { return file_; }
@@ -52,6 +57,7 @@ class GgufWeights final : public WeightSource {
   ModelConfig config_;
   std::vector<std::string> order_;
   std::unordered_map<std::string, Entry> entries_;
+  bool keep_packed_ = false;
 };
 
 }  // namespace nnsight

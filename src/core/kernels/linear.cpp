@@ -9,6 +9,7 @@
 
 #include "core/kernels/cpu_features.h"
 #include "core/kernels/linear_tiles.h"
+#include "core/kernels/packed_linear_internal.h"
 
 namespace nnsight::kernels {
 
@@ -78,7 +79,7 @@ double unit_cost_ns(int64_t m, int64_t k, int64_t elem_bytes) {
 // third of the bandwidth on the reference machine.
 template <typename T>
 void run_columns(const TileSet& tiles, const T* x, const T* w, const T* bias, T* out, int64_t M, int64_t N,
-                 int64_t K, int64_t n_begin, int64_t n_end) {
+                 int64_t K, int64_t n_begin, int64_t n_end, int64_t w_row0 = 0) {
   // One tile of x rows covers all of M when M <= max_mr (decode): then w is
   // streamed exactly once and blocking it buys nothing.
   const int64_t block = M <= tiles.max_mr
@@ -96,6 +97,7 @@ void run_columns(const TileSet& tiles, const T* x, const T* w, const T* bias, T*
   args.ldo = N;
   args.col = col;
   args.bias = bias != nullptr ? bias_f : nullptr;
+  // w holds rows from w_row0 on (0: all of w).
   for (int64_t nb = n_begin; nb < n_end; nb += block) {
     const int64_t ne = std::min(nb + block, n_end), len = ne - nb;
     for (int64_t m0 = 0; m0 < M; m0 += tiles.max_mr) {
@@ -114,7 +116,7 @@ void run_columns(const TileSet& tiles, const T* x, const T* w, const T* bias, T*
           col[j] = nb + j * stretch + r;
           if (col[j] >= ne && args.nr_store == tk.nr) args.nr_store = j;
           const int64_t row = std::min(col[j], ne - 1);
-          wr[j] = w + row * K;
+          wr[j] = w + (row - w_row0) * K;
           if (bias != nullptr) bias_f[j] = to_float(bias[row]);
         }
         tk.fn(args);
@@ -162,6 +164,17 @@ at::Tensor run_kernel(const TileSet& tiles, const at::Tensor& x, const at::Tenso
 }
 
 }  // namespace
+
+namespace detail {
+
+void linear_columns_f32(const TileSet& tiles, const float* x, const float* w_block, const float* bias, float* out,
+                        int64_t M, int64_t N, int64_t K, int64_t n_begin, int64_t n_end) {
+  run_columns<float>(tiles, x, w_block, bias, out, M, N, K, n_begin, n_end, n_begin);
+}
+
+const TileSet* linear_tiles(LinearPath path, at::ScalarType dtype) { return tiles_for(path, dtype); }
+
+}  // namespace detail
 
 const char* linear_path_name(LinearPath path) {
   switch (path) {

@@ -12,7 +12,7 @@ std::vector<std::string> engine_option_names() {
 }
 
 std::vector<std::string> engine_flag_names() {
-  return {"no-prefix-caching", "no-chunked-prefill", "no-progress", "capture"};
+  return {"no-prefix-caching", "no-chunked-prefill", "no-progress", "capture", "dequantize"};
 }
 
 EngineArgs engine_args_from(const CliArgs& a) {
@@ -34,6 +34,7 @@ EngineArgs engine_args_from(const CliArgs& a) {
   e.enable_prefix_caching(!a.has("no-prefix-caching"));
   e.enable_chunked_prefill(!a.has("no-chunked-prefill"));
   e.show_progress(!a.has("no-progress"));
+  e.dequantize(a.has("dequantize"));
   if (a.has("forward-hooks")) {
     // Read a file here so a malformed one fails before the model loads; the
     // engine (and its workers) get the JSON text.

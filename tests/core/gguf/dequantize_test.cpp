@@ -225,11 +225,12 @@ TEST_F(Dequantize, ParallelRowsEqualSequentialBlocksAndRowRangesAreSlices) {
 
 TEST_F(Dequantize, UnsupportedTypesNameTheTypeAndTheTensor) {
   std::vector<uint8_t> zeros(256);
-  EXPECT_FALSE(can_dequantize(GgmlType::Q5_0));
+  EXPECT_FALSE(can_dequantize(GgmlType::IQ4_NL));
   EXPECT_TRUE(can_dequantize(GgmlType::Q6_K));
+  EXPECT_TRUE(can_dequantize(GgmlType::Q5_0));
   testing::expect_load_error(
-      [&] { dequantize_rows(GgmlType::Q5_0, zeros.data(), 1, 32, "m.gguf: tensor 'w'"); },
-      {"m.gguf: tensor 'w'", "Q5_0", "cannot be dequantized"});
+      [&] { dequantize_rows(GgmlType::IQ4_NL, zeros.data(), 1, 32, "m.gguf: tensor 'w'"); },
+      {"m.gguf: tensor 'w'", "IQ4_NL", "cannot be dequantized"});
   testing::expect_load_error(
       [&] {
         std::vector<float> out(256);

@@ -231,11 +231,11 @@ TEST_F(GgufBadFile, DuplicateTensorName) {
 }
 
 TEST_F(GgufBadFile, DequantizingAnUnsupportedTypeNamesIt) {
-  const std::string path = dir_.file("q5k.gguf");
-  GgufWriter().tensor_raw("blk.0.ffn_up.weight", {256}, 13, std::vector<uint8_t>(176, 0)).write(path);
-  GgufFile f(path);  // opening is fine: Q5_K's size is known
+  const std::string path = dir_.file("q2k.gguf");
+  GgufWriter().tensor_raw("blk.0.ffn_up.weight", {256}, 10, std::vector<uint8_t>(84, 0)).write(path);
+  GgufFile f(path);  // opening is fine: Q2_K's size is known
   expect_load_error([&] { f.dequantize(f.tensor("blk.0.ffn_up.weight")); },
-                    {path, "tensor 'blk.0.ffn_up.weight'", "Q5_K", "cannot be dequantized"});
+                    {path, "tensor 'blk.0.ffn_up.weight'", "Q2_K", "cannot be dequantized"});
 }
 
 // A small but complete llama file to corrupt.

