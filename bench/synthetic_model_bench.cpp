@@ -29,7 +29,7 @@
 #include <nnsight/llm.hpp>
 
 #include "core/gguf/gguf_file.h"
-#include "runner/engine.h"
+#include "runner/engine/engine.h"
 #include "support/bench_support.h"
 
 using namespace nnsight;

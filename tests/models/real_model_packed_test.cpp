@@ -16,7 +16,8 @@
 
 #include <nnsight/llm.hpp>
 
-#include "batching/batch_meta.h"
+#include "batching/flattener.h"
+#include "support/seq_slots.h"
 #include "core/kv_cache.h"
 #include "core/lazy_zeros.h"
 #include "core/weight_source.h"
@@ -50,13 +51,14 @@ class Stepper {
         blocks_[i].push_back(free_.back());
         free_.pop_back();
       }
-      slots.push_back({cached_[i], n, blocks_[i], true});
+      slots.push_back(testing::seq_slot(cached_[i], std::vector<int32_t>(tokens[i].begin(), tokens[i].end()), blocks_[i]));
       ids.insert(ids.end(), tokens[i].begin(), tokens[i].end());
       cached_[i] += n;
       scheduled.push_back(i);
     }
-    batching::BatchMeta meta = batching::build_batch_meta(slots, kBlock);
-    at::Tensor hidden = model_.forward(at::tensor(ids, at::kLong), meta, kv_);
+    batching::FlatBatch batch = batching::flatten_slots(slots, kBlock);
+    const batching::BatchMeta& meta = batch.meta;
+    at::Tensor hidden = model_.forward(batch.token_ids, meta, kv_);
     at::Tensor logits = model_.compute_logits(hidden, meta.logits_rows);  // [scheduled, vocab]
     std::vector<at::Tensor> out(tokens.size());
     for (size_t r = 0; r < scheduled.size(); ++r) out[scheduled[r]] = logits[static_cast<int64_t>(r)].contiguous();
