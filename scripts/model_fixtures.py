@@ -79,7 +79,7 @@ def arch_specs():
                                            rope_theta=100000.0, rope_local_base_freq=10000.0,
                                            rope_scaling={"rope_type": "linear", "factor": 2.0}),
                         C.Gemma3ForCausalLM, "model.layers.1.self_attn.q_norm"),
-        "mixtral": (C.MixtralConfig(**common, head_dim=16, num_local_experts=4, num_experts_per_tok=2,
+        "mixtral": (C.MixtralConfig(**{**common, "intermediate_size": 64}, head_dim=16, num_local_experts=4, num_experts_per_tok=2,
                                     sliding_window=None, rms_norm_eps=1e-5),
                     C.MixtralForCausalLM, "model.layers.1.block_sparse_moe.experts.3"),
     }
@@ -99,14 +99,18 @@ def make_tokenizer(path):
 
 def randomize(model, seed):
     g = torch.Generator().manual_seed(seed)
+    gemma = isinstance(model, (transformers.GemmaForCausalLM, transformers.Gemma2ForCausalLM,
+                               transformers.Gemma3ForCausalLM))
     with torch.no_grad():
         for name, p in model.named_parameters():
             r = torch.randn(p.shape, generator=g)
             if "norm" in name and name.endswith("weight"):
                 # Gemma's norms multiply by (1 + w): keep the product near 1 either way.
-                offset = 0.0 if isinstance(model, (transformers.GemmaForCausalLM, transformers.Gemma2ForCausalLM,
-                                                   transformers.Gemma3ForCausalLM)) else 1.0
-                p.copy_(offset + 0.1 * r)
+                p.copy_((0.0 if gemma else 1.0) + 0.1 * r)
+            elif gemma and "embed_tokens" in name:
+                # Gemma scales embeddings by sqrt(hidden) = 8; without this the (tied)
+                # head would mostly predict the input token back.
+                p.copy_(0.03 * r)
             elif name.endswith("bias"):
                 p.copy_(0.1 * r)
             else:
@@ -172,8 +176,10 @@ def make(arch, spec, out_dir, tokenizer_path, seed):
     os.makedirs(out_dir)
     # Stored in bfloat16 (half the bytes); every value is exact in float32.
     shard = "150KB" if arch == "qwen3" else "50GB"  # one sharded checkpoint among the fixtures
-    model.to(torch.bfloat16).save_pretrained(out_dir, safe_serialization=True, max_shard_size=shard)
-    model.float()
+    # (The model itself stays float32: casting it would also round buffers such
+    # as the rotary inv_freq, which transformers computes in float32.)
+    bf16 = {k: v.to(torch.bfloat16) for k, v in model.state_dict().items()}
+    model.save_pretrained(out_dir, state_dict=bf16, safe_serialization=True, max_shard_size=shard)
     shutil.copy(tokenizer_path, os.path.join(out_dir, "tokenizer.json"))
 
     g = torch.Generator().manual_seed(seed + 1)

@@ -14,11 +14,11 @@ namespace nnsight {
 // per-frequency short/long factors, chosen by the context length, and an
 // attention factor on cos/sin); "linear" (positions divided by factor).
 struct RopeScaling {
-  std::string type;
   double factor = 0.0;
   double low_freq_factor = 1.0;
   double high_freq_factor = 4.0;
   int64_t original_max_position = 8192;
+  std::string type;
   std::vector<double> short_factor, long_factor;  // longrope: [rotary_dim / 2] each
   double attention_factor = 0.0;                  // longrope: 0 = derived from factor
 
