@@ -94,6 +94,9 @@ def make_tokenizer(path):
     text = ["The capital of France is Paris. The capital of Italy is Rome. " * 4,
             "Hello world, this is a tiny tokenizer for test fixtures."]
     tok.train_from_iterator(text, trainer)
+    # Every id the model can produce must decode: fill the vocabulary up to VOCAB.
+    tok.add_special_tokens([f"<unused{i}>" for i in range(VOCAB - tok.get_vocab_size())])
+    assert tok.get_vocab_size() == VOCAB, tok.get_vocab_size()
     tok.save(path)
 
 
