@@ -3,9 +3,12 @@
 // router logits [T, experts] (hookable); each token goes to its top-k
 // experts, weighted by the softmax of its router logits renormalized over
 // those k. Each expert (block_sparse_moe.experts.E.{w1,w2,w3,act_fn}) runs
-// once per step on the rows routed to it, so a hook on an expert sees
-// [tokens routed to it, hidden] before the routing weight, as in Hugging
-// Face. Under tensor parallelism every rank holds every expert, split like a
+// once per step on the rows routed to it. Unlike Hugging Face (whose expert
+// sees [tokens routed to it, hidden]), an expert module's input and output
+// are token-aligned [T, hidden] (its output is zero on rows not routed to
+// it, and before the routing weight), because the flat batch's contract is
+// one row per token: a request's rows of an expert's output are what a
+// trace reads and writes. Under tensor parallelism every rank holds every expert, split like a
 // dense MLP (w1/w3 by intermediate rows, w2 by columns); the router is
 // replicated.
 #include <ATen/ATen.h>
@@ -31,9 +34,18 @@ class MixtralBlockSparseTop2MLP : public Module {
     act_fn->set_input_sharding(tp::last_dim_sharding(ctx, cols));
     act_fn->set_output_sharding(tp::last_dim_sharding(ctx, cols));
   }
-  // [n, hidden] -> [n, hidden]
-  at::Tensor forward(const at::Tensor& x) {
-    return invoke(x, [&](const at::Tensor& h) { return w2->forward(act_fn->forward(w1->forward(h)) * w3->forward(h)); });
+  // x: [T, hidden] (the whole batch), tokens: [n] int64, the rows routed to
+  // this expert -> [T, hidden]: the expert's output on those rows, zero on
+  // every other row. Computed only on the routed rows; the module's own
+  // input and output stay token-aligned, so hooks and traces see one row per
+  // token of the batch (w1/w2/w3/act_fn inside see the routed rows only).
+  at::Tensor forward(const at::Tensor& x, const at::Tensor& tokens) {
+    return invoke(x, [&](const at::Tensor& h) {
+      if (tokens.numel() == 0) return at::zeros_like(h);
+      at::Tensor rows = h.index_select(0, tokens);                          // [n, hidden]
+      at::Tensor y = w2->forward(act_fn->forward(w1->forward(rows)) * w3->forward(rows));
+      return at::zeros_like(h).index_copy_(0, tokens, y);                   // [T, hidden]
+    });
   }
   std::shared_ptr<tp::ColumnParallelLinear> w1, w3;
   std::shared_ptr<tp::RowParallelLinear> w2;
@@ -61,7 +73,7 @@ class MixtralSparseMoeBlock : public FeedForward {
   }
   at::Tensor forward(const at::Tensor& x) override {
     return invoke(x, [&](const at::Tensor& h) {
-      const int64_t t = h.size(0), e = static_cast<int64_t>(expert_ptrs.size());
+      const int64_t e = static_cast<int64_t>(expert_ptrs.size());
       at::Tensor logits = gate->forward(h);                       // [T, experts]
       at::Tensor probs = at::softmax(logits.to(at::kFloat), -1);  // [T, experts]
       auto [weights, chosen] = probs.topk(top_k_, -1);            // [T, k] each
@@ -70,14 +82,13 @@ class MixtralSparseMoeBlock : public FeedForward {
       // Slot-major order within each expert, as Hugging Face's where(one_hot) gives.
       at::Tensor chosen_kt = chosen.t().contiguous();             // [k, T]
       for (int64_t ex = 0; ex < e; ++ex) {
+        // Every expert runs every step (as in Hugging Face), so its hooks fire even with no rows.
         at::Tensor hit = (chosen_kt == ex).nonzero();             // [n, 2]: (slot, token)
-        if (hit.size(0) == 0) continue;
         at::Tensor slot = hit.select(1, 0), token = hit.select(1, 1);
-        at::Tensor y = expert_ptrs[ex]->forward(h.index_select(0, token));  // [n, hidden]
-        at::Tensor w = weights.index({token, slot}).unsqueeze(1);           // [n, 1]
+        at::Tensor y = expert_ptrs[ex]->forward(h, token).index_select(0, token);  // [n, hidden]
+        at::Tensor w = weights.index({token, slot}).unsqueeze(1);                  // [n, 1]
         out.index_add_(0, token, y * w);
       }
-      (void)t;
       return out;
     });
   }
