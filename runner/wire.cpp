@@ -33,7 +33,8 @@ void serialize(A& ar, ModelConfig& c) {
      c.num_kv_heads, c.head_dim, c.max_position, c.norm_eps, c.rope_theta, c.rope_scaling, c.tie_word_embeddings,
      c.attention_bias, c.mlp_bias, c.hidden_act, c.bos_token_id, c.eos_token_id, c.sliding_window,
      c.sliding_layers, c.rope_local_theta, c.rotary_dim, c.attn_logit_softcap, c.final_logit_softcap,
-     c.query_pre_attn_scalar, c.parallel_residual, c.num_experts, c.num_experts_per_token);
+     c.query_pre_attn_scalar, c.parallel_residual, c.num_experts, c.num_experts_per_token,
+     c.moe_intermediate_size, c.norm_topk_prob, c.moe_layers);
 }
 
 }  // namespace nnsight

@@ -11,7 +11,7 @@ For each architecture it writes tests/data/models/<arch>/:
     norm.<s>         f32 [len, hidden]      output of the final norm
     greedy.<s>       int64 [new]            HF greedy continuation of sequence s
     ablation.logits  f32 [len0, vocab]      logits of sequence 0 with one module's output zeroed
-    router.<s>       f32 [len, experts]     (MoE) output of model.layers.1.block_sparse_moe.gate
+    router.<s>       f32 [len, experts]     (MoE) output of the router named in the metadata
   metadata: {"ablate": "<module path>", "router": "<module path>"}
 
 Weights are random (seeded), rounded to bfloat16 and stored so; the
@@ -82,7 +82,15 @@ def arch_specs():
         "mixtral": (C.MixtralConfig(**{**common, "intermediate_size": 64}, head_dim=16, num_local_experts=4, num_experts_per_tok=2,
                                     sliding_window=None, rms_norm_eps=1e-5),
                     C.MixtralForCausalLM, "model.layers.1.block_sparse_moe.experts.3"),
+        # Layer 0 dense (mlp_only_layers), layer 1 sparse; top-k weights not renormalized.
+        "qwen3_moe": (C.Qwen3MoeConfig(**common, head_dim=16, num_experts=4, num_experts_per_tok=2,
+                                       moe_intermediate_size=48, decoder_sparse_step=1, mlp_only_layers=[0],
+                                       norm_topk_prob=False, sliding_window=None, use_sliding_window=False,
+                                       rms_norm_eps=1e-6),
+                      C.Qwen3MoeForCausalLM, "model.layers.1.mlp.experts.1"),
     }
+
+ROUTERS = {"mixtral": "model.layers.1.block_sparse_moe.gate", "qwen3_moe": "model.layers.1.mlp.gate"}
 
 
 def make_tokenizer(path):
@@ -188,7 +196,7 @@ def make(arch, spec, out_dir, tokenizer_path, seed):
     g = torch.Generator().manual_seed(seed + 1)
     tensors = {}
     meta = {"ablate": ablate, "transformers": transformers.__version__, "torch": torch.__version__}
-    router = "model.layers.1.block_sparse_moe.gate" if arch == "mixtral" else None
+    router = ROUTERS.get(arch)
     if router:
         meta["router"] = router
     seqs = []

@@ -22,7 +22,7 @@ void positive(const ModelConfig& c, const char* field, int64_t v) {
 
 const std::vector<std::string>& supported_architectures() {
   static const std::vector<std::string> k = {"llama", "gpt2",   "qwen3",  "gemma", "gemma2", "gemma3_text",
-                                             "gpt_neox", "olmo2", "phi3", "mixtral"};
+                                             "gpt_neox", "olmo2", "phi3", "mixtral", "qwen3_moe"};
   return k;
 }
 
@@ -79,6 +79,11 @@ void ModelConfig::validate() const {
       (num_experts > 0 && num_experts_per_token == 0)) {
     bad(*this, "num_experts_per_tok", "= " + std::to_string(num_experts_per_token) + " must be in [1, " +
                                           std::to_string(num_experts) + "]");
+  }
+  if (moe_intermediate_size < 0) bad(*this, "moe_intermediate_size", "is negative");
+  if (!moe_layers.empty() && static_cast<int64_t>(moe_layers.size()) != num_layers) {
+    bad(*this, "moe_layers", "has " + std::to_string(moe_layers.size()) + " entries for " +
+                                 std::to_string(num_layers) + " layers");
   }
   if (rope_scaling.is_llama3()) {
     const RopeScaling& r = rope_scaling;

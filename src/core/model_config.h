@@ -65,6 +65,16 @@ struct ModelConfig {
   bool parallel_residual = false;       // GPT-NeoX: x + attn(ln1(x)) + mlp(ln2(x))
   int64_t num_experts = 0;              // Mixtral: experts per layer (0 = dense MLP)
   int64_t num_experts_per_token = 0;    // Mixtral: top-k
+  int64_t moe_intermediate_size = 0;    // Qwen3-MoE: each expert's MLP width (0 = intermediate_size)
+  bool norm_topk_prob = true;           // renormalize the top-k routing weights (Mixtral: always)
+  std::vector<bool> moe_layers;         // Qwen3-MoE: which layers are sparse (empty = all, with experts)
+
+  // True when `layer`'s feed-forward is a mixture of experts.
+  bool layer_is_moe(int64_t layer) const {
+    if (num_experts <= 0) return false;
+    if (moe_layers.empty()) return true;
+    return layer >= 0 && layer < static_cast<int64_t>(moe_layers.size()) && moe_layers[layer];
+  }
 
   // True when `layer` attends through the sliding window.
   bool layer_slides(int64_t layer) const {

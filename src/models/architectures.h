@@ -8,7 +8,7 @@
 
 namespace nnsight {
 
-// Qwen3 (qwen3.cpp): Llama with per-head q/k RMSNorm.
+// Qwen3 and Qwen3-MoE (qwen3.cpp): Llama with per-head q/k RMSNorm.
 std::shared_ptr<CausalLM> make_qwen3(const ModelConfig& cfg, const tp::ParallelContext& ctx,
                                      const at::TensorOptions& opts);
 // Gemma, Gemma 2, Gemma 3 text (gemma.cpp).

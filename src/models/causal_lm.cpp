@@ -22,6 +22,8 @@ void check_tensor_parallel(const ModelConfig& config, int world_size) {
   tp::ShardLayout::even(config.num_heads, world_size, "number of attention heads");
   if (config.architecture != "gpt2") llama_kv_head_layout(config, world_size);
   tp::ShardLayout::even(config.intermediate_size, world_size, "intermediate (MLP) size");
+  if (config.moe_intermediate_size > 0)
+    tp::ShardLayout::even(config.moe_intermediate_size, world_size, "expert intermediate (MLP) size");
   tp::ShardLayout::even(config.vocab_size, world_size, "vocabulary size");
 }
 
@@ -29,7 +31,7 @@ std::shared_ptr<CausalLM> create_causal_lm(const ModelConfig& config, const tp::
                                            const at::TensorOptions& options) {
   if (config.architecture == "llama") return std::make_shared<LlamaForCausalLM>(config, ctx, options);
   if (config.architecture == "gpt2") return std::make_shared<GPT2LMHeadModel>(config, ctx, options);
-  if (config.architecture == "qwen3") return make_qwen3(config, ctx, options);
+  if (config.architecture == "qwen3" || config.architecture == "qwen3_moe") return make_qwen3(config, ctx, options);
   if (config.architecture == "gemma" || config.architecture == "gemma2" || config.architecture == "gemma3_text")
     return make_gemma(config, ctx, options);
   if (config.architecture == "gpt_neox") return make_gpt_neox(config, ctx, options);

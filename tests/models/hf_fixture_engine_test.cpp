@@ -71,7 +71,7 @@ TEST_P(HfFixtureEngine, TraceAblationAtHuggingFacePath) {
 
 INSTANTIATE_TEST_SUITE_P(Models, HfFixtureEngine,
                          ::testing::Values("mistral", "qwen3", "gemma", "gemma2", "gpt_neox", "olmo2", "phi3",
-                                           "gemma3_text", "mixtral"),
+                                           "gemma3_text", "mixtral", "qwen3_moe"),
                          [](const ::testing::TestParamInfo<std::string>& i) { return i.param; });
 
 }  // namespace

@@ -283,7 +283,7 @@ TEST_P(HfFixture, TensorParallelTwoRanksEqualsOne) {
 
 INSTANTIATE_TEST_SUITE_P(Models, HfFixture,
                          ::testing::Values("mistral", "qwen3", "gemma", "gemma2", "gpt_neox", "olmo2", "phi3",
-                                           "gemma3_text", "mixtral"),
+                                           "gemma3_text", "mixtral", "qwen3_moe"),
                          [](const ::testing::TestParamInfo<std::string>& i) { return i.param; });
 
 TEST(HfConfig, UnimplementedFieldIsAnErrorNamingIt) {

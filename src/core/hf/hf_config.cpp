@@ -181,7 +181,7 @@ class TrackedFields : public Fields {
 };
 
 const char* kSupportedModelTypes =
-    "llama, mistral, qwen2, qwen3, gemma, gemma2, gemma3_text, gpt_neox, olmo2, phi3, mixtral, gpt2";
+    "llama, mistral, qwen2, qwen3, qwen3_moe, gemma, gemma2, gemma3_text, gpt_neox, olmo2, phi3, mixtral, gpt2";
 
 // The Llama-style fields most rotary models share.
 void read_llama_like(TrackedFields& f, ModelConfig& c, double eps_default) {
@@ -220,8 +220,8 @@ ModelConfig config_from_json(const json& j, const std::string& what) {
   ModelConfig c;
   c.name = f.string("_name_or_path", "");
   if (model_type == "llama" || model_type == "mistral" || model_type == "qwen2" || model_type == "qwen3" ||
-      model_type == "olmo2" || model_type == "mixtral") {
-    c.architecture = model_type == "qwen3" || model_type == "olmo2" || model_type == "mixtral" ? model_type : "llama";
+      model_type == "qwen3_moe" || model_type == "olmo2" || model_type == "mixtral") {
+    c.architecture = model_type == "llama" || model_type == "mistral" || model_type == "qwen2" ? "llama" : model_type;
     read_llama_like(f, c, model_type == "mixtral" ? 1e-5 : 1e-6);
     c.rope_scaling = f.use("rope_scaling", [&] {
       return read_rope_scaling(f, what, model_type == "llama" ? std::set<std::string>{"llama3"}
@@ -230,7 +230,32 @@ ModelConfig config_from_json(const json& j, const std::string& what) {
     // Qwen2 always has q/k/v biases (and no o_proj bias); its config has no flag.
     if (model_type == "qwen2") c.attention_bias = true;
     if (model_type == "llama") c.mlp_bias = f.boolean("mlp_bias", false);
-    if (model_type == "qwen2" || model_type == "qwen3") reject_qwen_window(f, what);
+    if (model_type == "qwen2" || model_type == "qwen3" || model_type == "qwen3_moe") reject_qwen_window(f, what);
+    if (model_type == "qwen3_moe") {
+      c.num_experts = f.integer("num_experts", 128);
+      c.num_experts_per_token = f.integer("num_experts_per_tok", 8);
+      c.moe_intermediate_size = f.integer("moe_intermediate_size", 768);
+      c.norm_topk_prob = f.boolean("norm_topk_prob", false);
+      const int64_t step = f.integer("decoder_sparse_step", 1);
+      if (step <= 0) throw LoadError(what + ": field 'decoder_sparse_step' must be positive");
+      std::vector<int64_t> dense;
+      f.use("mlp_only_layers", [&] {
+        if (const json* v = f.get("mlp_only_layers")) {
+          if (!v->is_array()) throw LoadError(what + ": field 'mlp_only_layers' is not a list");
+          for (const auto& x : *v) {
+            if (!x.is_number_integer()) throw LoadError(what + ": field 'mlp_only_layers' holds a non-integer");
+            dense.push_back(x.get<int64_t>());
+          }
+        }
+        return 0;
+      });
+      // A layer is sparse unless listed in mlp_only_layers, and only every decoder_sparse_step-th.
+      c.moe_layers.resize(static_cast<size_t>(std::max<int64_t>(c.num_layers, 0)));
+      for (int64_t i = 0; i < c.num_layers; ++i) {
+        const bool listed = std::find(dense.begin(), dense.end(), i) != dense.end();
+        c.moe_layers[static_cast<size_t>(i)] = !listed && c.num_experts > 0 && (i + 1) % step == 0;
+      }
+    }
     // Mistral and Mixtral: every layer attends through the window (null: none).
     if (model_type == "mistral" || model_type == "mixtral") c.sliding_window = f.integer("sliding_window", 0);
     if (model_type == "mixtral") {
