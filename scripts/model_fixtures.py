@@ -91,6 +91,48 @@ def arch_specs():
     }
 
 ROUTERS = {"mixtral": "model.layers.1.block_sparse_moe.gate", "qwen3_moe": "model.layers.1.mlp.gate"}
+if os.environ.get("NNSIGHT_FIXTURE_VARIANT") == "1":
+    ROUTERS["qwen3_moe"] = "model.layers.3.mlp.gate"  # every second layer is sparse
+
+
+def variant_specs():
+    """Other settings of every architecture (NNSIGHT_FIXTURE_VARIANT=1), for checks
+    beyond the committed fixtures: more layers, MQA/MHA, biases, other windows and
+    rotary fractions, sequential residual, other MoE routing."""
+    C = transformers
+    c4 = {**common, "num_hidden_layers": 4}
+    return {
+        "mistral": (C.MistralConfig(**c4, head_dim=16, sliding_window=4), C.MistralForCausalLM, "model.layers.2.mlp"),
+        "qwen3": (C.Qwen3Config(**{**c4, "num_key_value_heads": 4, "tie_word_embeddings": True}, head_dim=16,
+                                attention_bias=True, sliding_window=None),
+                  C.Qwen3ForCausalLM, "model.layers.3.self_attn.q_norm"),
+        "gemma": (C.GemmaConfig(**{**c4, "num_key_value_heads": 1, "tie_word_embeddings": True}, head_dim=16,
+                                hidden_act="gelu_pytorch_tanh"),
+                  C.GemmaForCausalLM, "model.layers.1.mlp"),
+        "gemma2": (C.Gemma2Config(**{**c4, "tie_word_embeddings": True}, head_dim=16, query_pre_attn_scalar=16,
+                                  sliding_window=3),
+                   C.Gemma2ForCausalLM, "model.layers.2.pre_feedforward_layernorm"),
+        "gpt_neox": (C.GPTNeoXConfig(**{k: v for k, v in c4.items() if k != "num_key_value_heads"},
+                                     rotary_pct=0.25, use_parallel_residual=False, hidden_act="gelu_new"),
+                     C.GPTNeoXForCausalLM, "gpt_neox.layers.2.mlp.act"),
+        "olmo2": (C.Olmo2Config(**{**c4, "num_key_value_heads": 4}), C.Olmo2ForCausalLM,
+                  "model.layers.1.self_attn.k_norm"),
+        "phi3": (C.Phi3Config(**c4, partial_rotary_factor=0.5, sliding_window=5, original_max_position_embeddings=64,
+                              rope_scaling={"type": "longrope", "short_factor": [1.0, 1.3, 1.9, 2.4],
+                                            "long_factor": [1.0, 2.0, 3.0, 4.0]}),
+                 C.Phi3ForCausalLM, "model.layers.3.self_attn.qkv_proj"),
+        "gemma3_text": (C.Gemma3TextConfig(**{**c4, "tie_word_embeddings": True}, head_dim=16,
+                                           query_pre_attn_scalar=16, sliding_window=3, sliding_window_pattern=3,
+                                           final_logit_softcapping=6.0),
+                        C.Gemma3ForCausalLM, "model.layers.2.self_attn.k_norm"),
+        "mixtral": (C.MixtralConfig(**{**c4, "intermediate_size": 32}, head_dim=16, num_local_experts=8,
+                                    num_experts_per_tok=2, sliding_window=5),
+                    C.MixtralForCausalLM, "model.layers.3.block_sparse_moe.experts.5"),
+        "qwen3_moe": (C.Qwen3MoeConfig(**c4, head_dim=16, num_experts=4, num_experts_per_tok=3,
+                                       moe_intermediate_size=32, decoder_sparse_step=2, mlp_only_layers=[],
+                                       norm_topk_prob=True, sliding_window=None),
+                      C.Qwen3MoeForCausalLM, "model.layers.1.mlp.gate"),
+    }
 
 
 def make_tokenizer(path):
@@ -229,7 +271,8 @@ def make(arch, spec, out_dir, tokenizer_path, seed):
 def main():
     out_root = sys.argv[1]
     wanted = sys.argv[2:]
-    specs = arch_specs()
+    specs = variant_specs() if os.environ.get("NNSIGHT_FIXTURE_VARIANT") == "1" else arch_specs()
+    seed0 = int(os.environ.get("NNSIGHT_FIXTURE_SEED", "1000"))
     unknown = [a for a in wanted if a not in specs]
     if unknown:
         sys.exit(f"unknown architecture(s) {unknown}; known: {sorted(specs)}")
@@ -240,7 +283,7 @@ def main():
     for i, (arch, spec) in enumerate(specs.items()):
         if wanted and arch not in wanted:
             continue
-        make(arch, spec, os.path.join(out_root, arch), tok_path, 1000 + i)
+        make(arch, spec, os.path.join(out_root, arch), tok_path, seed0 + i)
     os.remove(tok_path)
 
 

@@ -8,6 +8,8 @@
 
 #include <nnsight/nnsight.hpp>
 
+#include <cstdlib>
+
 #include "core/safetensors/safetensors_file.h"
 #include "core/weight_source.h"
 #include "support/tiny_engine.h"
@@ -15,8 +17,12 @@
 namespace nnsight {
 namespace {
 
+// $NNSIGHT_MODEL_FIXTURES/<arch> when set (other checkpoints made by the
+// same script), else the committed tests/data/models/<arch>.
 std::string fixture_dir(const std::string& arch) {
-  return std::string(NNSIGHT_SOURCE_DIR) + "/tests/data/models/" + arch;
+  const char* root = std::getenv("NNSIGHT_MODEL_FIXTURES");
+  return (root != nullptr && *root != '\0' ? std::string(root) : std::string(NNSIGHT_SOURCE_DIR) + "/tests/data/models") +
+         "/" + arch;
 }
 
 std::vector<int32_t> ints(const at::Tensor& t) {

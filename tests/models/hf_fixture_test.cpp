@@ -16,6 +16,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <map>
 #include <numeric>
 #include <random>
@@ -33,8 +34,12 @@
 namespace nnsight {
 namespace {
 
+// $NNSIGHT_MODEL_FIXTURES/<arch> when set (other checkpoints made by the
+// same script), else the committed tests/data/models/<arch>.
 std::string fixture_dir(const std::string& arch) {
-  return std::string(NNSIGHT_SOURCE_DIR) + "/tests/data/models/" + arch;
+  const char* root = std::getenv("NNSIGHT_MODEL_FIXTURES");
+  return (root != nullptr && *root != '\0' ? std::string(root) : std::string(NNSIGHT_SOURCE_DIR) + "/tests/data/models") +
+         "/" + arch;
 }
 
 // max |got - want| / max |want|
@@ -221,6 +226,28 @@ TEST_P(HfFixture, AblationAtHuggingFacePathMatchesTransformers) {
   const std::string arch = GetParam();
   Reference ref(arch);
   auto model = load(arch);
+  at::Tensor ids = ref.get("ids.0");
+  auto prefill = [&] {
+    PagedRun run(*model);
+    std::vector<PagedRun::Seq> seqs(1);
+    seqs[0].tokens.assign(ids.data_ptr<int64_t>(), ids.data_ptr<int64_t>() + ids.numel());
+    return run.step(seqs, {ids.numel()}, {}).logits;  // [len, vocab]
+  };
+  // Router logits (MoE): the gate's output as a hook sees it, on the unablated model.
+  const std::string router_path = ref.meta("router");
+  if (!router_path.empty()) {
+    Module* gate = find_module(*model, router_path);
+    ASSERT_NE(gate, nullptr) << router_path;
+    at::Tensor router;
+    HookHandle h = gate->register_forward_hook([&](Module&, const ModuleIO&, const ModuleIO& o) {
+      router = o.tensor().clone();
+      return std::optional<ModuleIO>();
+    });
+    prefill();
+    h.remove();
+    ASSERT_TRUE(router.defined());
+    EXPECT_LE(rel_diff(router, ref.get("router.0")), 1e-4) << arch << " router logits at " << router_path;
+  }
   const std::string path = ref.meta("ablate");
   ASSERT_FALSE(path.empty());
   Module* m = find_module(*model, path);
@@ -231,30 +258,10 @@ TEST_P(HfFixture, AblationAtHuggingFacePathMatchesTransformers) {
     items[0] = at::zeros_like(items[0]);
     return ModuleIO::tuple(items);
   });
-  // Router logits (MoE): the gate's output as a hook sees it.
-  at::Tensor router;
-  const std::string router_path = ref.meta("router");
-  if (!router_path.empty()) {
-    Module* gate = find_module(*model, router_path);
-    ASSERT_NE(gate, nullptr) << router_path;
-    gate->register_forward_hook([&](Module&, const ModuleIO&, const ModuleIO& o) {
-      router = o.tensor().clone();
-      return std::optional<ModuleIO>();
-    });
-  }
-  at::Tensor ids = ref.get("ids.0");
-  PagedRun run(*model);
-  std::vector<PagedRun::Seq> seqs(1);
-  seqs[0].tokens.assign(ids.data_ptr<int64_t>(), ids.data_ptr<int64_t>() + ids.numel());
-  auto out = run.step(seqs, {ids.numel()}, {});
   const at::Tensor want = ref.get("ablation.logits");
-  EXPECT_LE(rel_diff(out.logits, want), 1e-4) << arch << " with " << path << " zeroed";
+  EXPECT_LE(rel_diff(prefill(), want), 1e-4) << arch << " with " << path << " zeroed";
   // Not vacuous: the ablation changes the logits.
   EXPECT_GT(rel_diff(ref.get("logits.0"), want), 1e-2) << arch;
-  if (!router_path.empty()) {
-    ASSERT_TRUE(router.defined());
-    EXPECT_LE(rel_diff(router, ref.get("router.0")), 1e-4) << arch << " router logits";
-  }
 }
 
 TEST_P(HfFixture, TensorParallelTwoRanksEqualsOne) {

@@ -284,6 +284,11 @@ ModelConfig config_from_json(const json& j, const std::string& what) {
       c.sliding_window = f.integer("sliding_window", 4096);
       const bool g2 = model_type == "gemma2";
       c.attn_logit_softcap = f.number("attn_logit_softcapping", g2 ? 50.0 : 0.0);
+      if (!g2 && c.attn_logit_softcap != 0.0) {
+        // transformers' Gemma 3 (4.51) never passes it to its attention: refuse rather than guess.
+        throw LoadError(what + ": field 'attn_logit_softcapping' is set, but Gemma 3 as transformers implements "
+                        "it does not apply an attention soft-cap; only null is supported for gemma3_text");
+      }
       c.final_logit_softcap = f.number("final_logit_softcapping", g2 ? 30.0 : 0.0);
       const int64_t pattern = g2 ? 2 : f.integer("sliding_window_pattern", 6);
       if (pattern <= 0) throw LoadError(what + ": field 'sliding_window_pattern' must be positive");
