@@ -23,14 +23,18 @@ namespace nnsight {
 
 template <class A>
 void serialize(A& ar, RopeScaling& r) {
-  ar(r.factor, r.low_freq_factor, r.high_freq_factor, r.original_max_position);
+  ar(r.type, r.factor, r.low_freq_factor, r.high_freq_factor, r.original_max_position, r.short_factor,
+     r.long_factor, r.attention_factor);
 }
 
 template <class A>
 void serialize(A& ar, ModelConfig& c) {
   ar(c.architecture, c.name, c.vocab_size, c.hidden_size, c.intermediate_size, c.num_layers, c.num_heads,
      c.num_kv_heads, c.head_dim, c.max_position, c.norm_eps, c.rope_theta, c.rope_scaling, c.tie_word_embeddings,
-     c.attention_bias, c.mlp_bias, c.hidden_act, c.bos_token_id, c.eos_token_id);
+     c.attention_bias, c.mlp_bias, c.hidden_act, c.bos_token_id, c.eos_token_id, c.sliding_window,
+     c.sliding_layers, c.rope_local_theta, c.rotary_dim, c.attn_logit_softcap, c.final_logit_softcap,
+     c.query_pre_attn_scalar, c.parallel_residual, c.num_experts, c.num_experts_per_token,
+     c.moe_intermediate_size, c.norm_topk_prob, c.moe_layers);
 }
 
 }  // namespace nnsight

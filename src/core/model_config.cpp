@@ -1,5 +1,6 @@
 #include "core/model_config.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include <nnsight/error.hpp>
@@ -19,9 +20,18 @@ void positive(const ModelConfig& c, const char* field, int64_t v) {
 
 }  // namespace
 
+const std::vector<std::string>& supported_architectures() {
+  static const std::vector<std::string> k = {"llama", "gpt2",   "qwen3",  "gemma", "gemma2", "gemma3_text",
+                                             "gpt_neox", "olmo2", "phi3", "mixtral", "qwen3_moe"};
+  return k;
+}
+
 void ModelConfig::validate() const {
-  if (architecture != "llama" && architecture != "gpt2") {
-    bad(*this, "architecture", "= '" + architecture + "', expected 'llama' or 'gpt2'");
+  const auto& archs = supported_architectures();
+  if (std::find(archs.begin(), archs.end(), architecture) == archs.end()) {
+    std::string list;
+    for (const auto& a : archs) list += (list.empty() ? "" : ", ") + a;
+    bad(*this, "architecture", "= '" + architecture + "' is not supported (" + list + ")");
   }
   positive(*this, "vocab_size", vocab_size);
   positive(*this, "hidden_size", hidden_size);
@@ -43,16 +53,39 @@ void ModelConfig::validate() const {
     bad(*this, "head_dim", "= " + std::to_string(head_dim) + ", but gpt2 needs hidden_size / " +
                                "num_heads = " + std::to_string(hidden_size / num_heads));
   }
-  if (architecture == "llama" && head_dim % 2 != 0) {
+  const bool rotary = architecture != "gpt2";
+  if (rotary && head_dim % 2 != 0) {
     bad(*this, "head_dim", "= " + std::to_string(head_dim) + " is odd; rotary embeddings need pairs");
   }
   if (!(norm_eps > 0.0) || !std::isfinite(norm_eps)) {
     bad(*this, "norm_eps", "= " + std::to_string(norm_eps) + ", must be positive and finite");
   }
-  if (architecture == "llama" && (!(rope_theta > 0.0) || !std::isfinite(rope_theta))) {
+  if (rotary && (!(rope_theta > 0.0) || !std::isfinite(rope_theta))) {
     bad(*this, "rope_theta", "= " + std::to_string(rope_theta) + ", must be positive and finite");
   }
-  if (rope_scaling.factor != 0.0) {
+  if (rotary_dim < 0 || rotary_dim > head_dim || rotary_dim % 2 != 0) {
+    bad(*this, "rotary_dim", "= " + std::to_string(rotary_dim) + ", must be even and within head_dim = " +
+                                 std::to_string(head_dim));
+  }
+  if (sliding_window < 0) bad(*this, "sliding_window", "= " + std::to_string(sliding_window) + " is negative");
+  if (!sliding_layers.empty() && static_cast<int64_t>(sliding_layers.size()) != num_layers) {
+    bad(*this, "sliding_layers", "has " + std::to_string(sliding_layers.size()) + " entries for " +
+                                     std::to_string(num_layers) + " layers");
+  }
+  if (attn_logit_softcap < 0 || final_logit_softcap < 0 || query_pre_attn_scalar < 0 || rope_local_theta < 0) {
+    bad(*this, "softcap / query_pre_attn_scalar / rope_local_theta", "must not be negative");
+  }
+  if (num_experts < 0 || num_experts_per_token < 0 || num_experts_per_token > num_experts ||
+      (num_experts > 0 && num_experts_per_token == 0)) {
+    bad(*this, "num_experts_per_tok", "= " + std::to_string(num_experts_per_token) + " must be in [1, " +
+                                          std::to_string(num_experts) + "]");
+  }
+  if (moe_intermediate_size < 0) bad(*this, "moe_intermediate_size", "is negative");
+  if (!moe_layers.empty() && static_cast<int64_t>(moe_layers.size()) != num_layers) {
+    bad(*this, "moe_layers", "has " + std::to_string(moe_layers.size()) + " entries for " +
+                                 std::to_string(num_layers) + " layers");
+  }
+  if (rope_scaling.is_llama3()) {
     const RopeScaling& r = rope_scaling;
     if (!(r.factor > 0.0) || !std::isfinite(r.factor)) {
       bad(*this, "rope_scaling.factor", "= " + std::to_string(r.factor) + ", must be positive");

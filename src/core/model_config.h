@@ -7,16 +7,31 @@
 
 namespace nnsight {
 
-// Llama-3 style frequency scaling ("rope_type": "llama3"); factor 0 = none.
+#include <vector>
+
+// Rotary frequency scaling. type "" with factor 0 = none; "llama3" (Llama 3: factor,
+// low/high_freq_factor, original_max_position); "longrope" (Phi-3:
+// per-frequency short/long factors, chosen by the context length, and an
+// attention factor on cos/sin); "linear" (positions divided by factor).
 struct RopeScaling {
   double factor = 0.0;
   double low_freq_factor = 1.0;
   double high_freq_factor = 4.0;
   int64_t original_max_position = 8192;
+  std::string type;
+  std::vector<double> short_factor, long_factor;  // longrope: [rotary_dim / 2] each
+  double attention_factor = 0.0;                  // longrope: 0 = derived from factor
+
+  // Llama 3 scaling (type "llama3", or a factor with no type: what GGUF files give).
+  bool is_llama3() const { return factor != 0.0 && (type.empty() || type == "llama3"); }
 };
 
+// The architectures the engine implements (ModelConfig::architecture). The
+// Hugging Face model_types llama, mistral and qwen2 are "llama".
+const std::vector<std::string>& supported_architectures();
+
 struct ModelConfig {
-  std::string architecture;      // "llama" or "gpt2"
+  std::string architecture;      // one of supported_architectures()
   std::string name;              // free text for logs
   int64_t vocab_size = 0;
   int64_t hidden_size = 0;
@@ -35,6 +50,38 @@ struct ModelConfig {
   std::string hidden_act = "silu";  // llama: silu; gpt2: gelu_new
   int64_t bos_token_id = -1;
   int64_t eos_token_id = -1;
+
+  // ---- features of the newer architectures (defaults: off) ----
+  // Sliding-window attention: a layer whose sliding_layers entry is true
+  // attends to the last `sliding_window` positions (itself included); an
+  // empty sliding_layers with a window means every layer slides (Mistral).
+  int64_t sliding_window = 0;
+  std::vector<bool> sliding_layers;
+  double rope_local_theta = 0.0;        // Gemma 3: rope base of sliding layers (0: rope_theta)
+  int64_t rotary_dim = 0;               // rotated features per head (GPT-NeoX rotary_pct); 0 = head_dim
+  double attn_logit_softcap = 0.0;      // Gemma 2: cap * tanh(score / cap); 0 = off
+  double final_logit_softcap = 0.0;     // Gemma 2: on the logits; 0 = off
+  double query_pre_attn_scalar = 0.0;   // Gemma 2/3: softmax scale is its -1/2 power; 0 = head_dim
+  bool parallel_residual = false;       // GPT-NeoX: x + attn(ln1(x)) + mlp(ln2(x))
+  int64_t num_experts = 0;              // Mixtral: experts per layer (0 = dense MLP)
+  int64_t num_experts_per_token = 0;    // Mixtral: top-k
+  int64_t moe_intermediate_size = 0;    // Qwen3-MoE: each expert's MLP width (0 = intermediate_size)
+  bool norm_topk_prob = true;           // renormalize the top-k routing weights (Mixtral: always)
+  std::vector<bool> moe_layers;         // Qwen3-MoE: which layers are sparse (empty = all, with experts)
+
+  // True when `layer`'s feed-forward is a mixture of experts.
+  bool layer_is_moe(int64_t layer) const {
+    if (num_experts <= 0) return false;
+    if (moe_layers.empty()) return true;
+    return layer >= 0 && layer < static_cast<int64_t>(moe_layers.size()) && moe_layers[layer];
+  }
+
+  // True when `layer` attends through the sliding window.
+  bool layer_slides(int64_t layer) const {
+    if (sliding_window <= 0) return false;
+    if (sliding_layers.empty()) return true;
+    return layer >= 0 && layer < static_cast<int64_t>(sliding_layers.size()) && sliding_layers[layer];
+  }
 
   // Throws ConfigError naming the first inconsistent field.
   void validate() const;

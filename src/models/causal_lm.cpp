@@ -2,6 +2,7 @@
 
 #include <nnsight/error.hpp>
 
+#include "models/architectures.h"
 #include "models/gpt2.h"
 #include "models/llama.h"
 
@@ -19,8 +20,10 @@ void check_tensor_parallel(const ModelConfig& config, int world_size) {
   if (world_size <= 1) return;
   // In the order the constructors meet them: attention, (KV heads), MLP, vocabulary.
   tp::ShardLayout::even(config.num_heads, world_size, "number of attention heads");
-  if (config.architecture == "llama") llama_kv_head_layout(config, world_size);
+  if (config.architecture != "gpt2") llama_kv_head_layout(config, world_size);
   tp::ShardLayout::even(config.intermediate_size, world_size, "intermediate (MLP) size");
+  if (config.moe_intermediate_size > 0)
+    tp::ShardLayout::even(config.moe_intermediate_size, world_size, "expert intermediate (MLP) size");
   tp::ShardLayout::even(config.vocab_size, world_size, "vocabulary size");
 }
 
@@ -28,7 +31,16 @@ std::shared_ptr<CausalLM> create_causal_lm(const ModelConfig& config, const tp::
                                            const at::TensorOptions& options) {
   if (config.architecture == "llama") return std::make_shared<LlamaForCausalLM>(config, ctx, options);
   if (config.architecture == "gpt2") return std::make_shared<GPT2LMHeadModel>(config, ctx, options);
-  throw ConfigError("model architecture '" + config.architecture + "' is not supported (llama, gpt2)");
+  if (config.architecture == "qwen3" || config.architecture == "qwen3_moe") return make_qwen3(config, ctx, options);
+  if (config.architecture == "gemma" || config.architecture == "gemma2" || config.architecture == "gemma3_text")
+    return make_gemma(config, ctx, options);
+  if (config.architecture == "gpt_neox") return make_gpt_neox(config, ctx, options);
+  if (config.architecture == "olmo2") return make_olmo2(config, ctx, options);
+  if (config.architecture == "phi3") return make_phi3(config, ctx, options);
+  if (config.architecture == "mixtral") return make_mixtral(config, ctx, options);
+  std::string list;
+  for (const auto& a : supported_architectures()) list += (list.empty() ? "" : ", ") + a;
+  throw ConfigError("model architecture '" + config.architecture + "' is not supported (" + list + ")");
 }
 
 std::shared_ptr<CausalLM> load_causal_lm(const WeightSource& source, const tp::ParallelContext& ctx,

@@ -37,6 +37,7 @@ LlamaAttention::LlamaAttention(const ModelConfig& cfg, const tp::ParallelContext
   local_heads_ = heads.local_size();
   local_kv_heads_ = kv.local_size();
   scale_ = 1.0 / std::sqrt(static_cast<double>(d));
+  options_.sliding_window = cfg.sliding_window;  // Mistral: every layer slides
   const bool b = cfg.attention_bias;
   q_proj = register_module("q_proj", std::make_shared<tp::ColumnParallelLinear>(hidden, b, ctx, heads.scaled(d),
                                                                                 false, opts));
@@ -57,7 +58,7 @@ at::Tensor LlamaAttention::forward(const at::Tensor& x, const batching::BatchMet
     rotary_->apply_(q, meta.positions);
     rotary_->apply_(k, meta.positions);
     kernels::write_kv(kv, k, v, meta);
-    at::Tensor o = kernels::paged_attention(q, kv, meta, scale_);  // [T, heads, d]
+    at::Tensor o = kernels::paged_attention(q, kv, meta, scale_, options_);  // [T, heads, d]
     return o_proj->forward(o.reshape({t, local_heads_ * head_dim_}));
   });
 }

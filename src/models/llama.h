@@ -10,6 +10,7 @@
 
 #include <memory>
 
+#include "core/kernels/paged_attention.h"
 #include "core/kernels/rotary.h"
 #include "models/activation.h"
 #include "models/causal_lm.h"
@@ -40,6 +41,7 @@ class LlamaAttention : public Module {
  private:
   int64_t head_dim_, local_heads_, local_kv_heads_;
   double scale_;
+  kernels::AttentionOptions options_;
   std::shared_ptr<const kernels::RotaryEmbedding> rotary_;
 };
 

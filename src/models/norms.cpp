@@ -17,13 +17,19 @@ at::Tensor load_vector(const WeightSource& src, const std::string& name, int64_t
 }
 }  // namespace
 
-RMSNorm::RMSNorm(std::string type_name, int64_t dim, double eps, const at::TensorOptions& options)
-    : Module(std::move(type_name)), eps_(eps) {
-  weight = register_parameter("weight", at::ones({dim}, options), false);
+RMSNorm::RMSNorm(std::string type_name, int64_t dim, double eps, const at::TensorOptions& options,
+                 bool unit_offset)
+    : Norm(std::move(type_name)), eps_(eps), unit_offset_(unit_offset) {
+  weight = register_parameter("weight", unit_offset ? at::zeros({dim}, options) : at::ones({dim}, options), false);
 }
 
 at::Tensor RMSNorm::forward(const at::Tensor& x) {
-  return invoke(x, [&](const at::Tensor& in) { return kernels::rms_norm(in, weight, eps_); });
+  return invoke(x, [&](const at::Tensor& in) {
+    const at::Tensor w = unit_offset_ ? weight + 1.0 : weight;
+    if (in.dim() == 2) return kernels::rms_norm(in, w, eps_);
+    // Per-head norms see [T, heads, head_dim]: normalize each row of the last dimension.
+    return kernels::rms_norm(in.reshape({-1, in.size(-1)}), w, eps_).view(in.sizes());
+  });
 }
 
 void RMSNorm::load_weights(const WeightSource& source) {
@@ -31,7 +37,7 @@ void RMSNorm::load_weights(const WeightSource& source) {
 }
 
 LayerNorm::LayerNorm(int64_t dim, double eps, const at::TensorOptions& options)
-    : Module("LayerNorm"), eps_(eps) {
+    : Norm("LayerNorm"), eps_(eps) {
   weight = register_parameter("weight", at::ones({dim}, options), false);
   bias = register_parameter("bias", at::zeros({dim}, options), false);
 }

@@ -9,21 +9,32 @@
 
 namespace nnsight {
 
-class RMSNorm : public Module {
+// A normalization over the last dimension, whatever its kind.
+class Norm : public Module {
  public:
-  RMSNorm(std::string type_name, int64_t dim, double eps, const at::TensorOptions& options);
-  at::Tensor forward(const at::Tensor& x);  // [T, dim] -> [T, dim]
+  using Module::Module;
+  virtual at::Tensor forward(const at::Tensor& x) = 0;  // [..., dim] -> [..., dim]
+};
+
+// y = w * x / sqrt(mean(x^2) + eps); with unit_offset (Gemma), y = (1 + w) * ...
+// (the stored weight stays Hugging Face's parameter).
+class RMSNorm : public Norm {
+ public:
+  RMSNorm(std::string type_name, int64_t dim, double eps, const at::TensorOptions& options,
+          bool unit_offset = false);
+  at::Tensor forward(const at::Tensor& x) override;  // [..., dim] -> [..., dim]
   void load_weights(const WeightSource& source) override;
   at::Tensor weight;  // [dim]
 
  private:
   double eps_;
+  bool unit_offset_;
 };
 
-class LayerNorm : public Module {
+class LayerNorm : public Norm {
  public:
   LayerNorm(int64_t dim, double eps, const at::TensorOptions& options);
-  at::Tensor forward(const at::Tensor& x);  // [T, dim] -> [T, dim]
+  at::Tensor forward(const at::Tensor& x) override;  // [..., dim] -> [..., dim]
   void load_weights(const WeightSource& source) override;
   at::Tensor weight;  // [dim]
   at::Tensor bias;    // [dim]

@@ -167,3 +167,40 @@ TEST(PagedAttention, CpuKernelEqualsGenericPath) {
 
 }  // namespace
 }  // namespace nnsight
+
+namespace nnsight {
+namespace {
+
+// The sliding window and the logit soft-cap: the CPU kernel equals the
+// generic path, and each option really changes the result.
+TEST(PagedAttention, SlidingWindowAndSoftcapEqualGenericPath) {
+  at::manual_seed(11);
+  const int64_t heads = 4, kvh = 2, d = 8, bs = 4;
+  // Prefill of 9 (window 3 cuts most keys), a chunk after 5 cached, a decode after 7.
+  std::vector<batching::SeqSlot> slots = {{0, 9, {3, 0, 6}, true}, {5, 3, {1, 4}, true}, {7, 1, {2, 5}, true}};
+  auto meta = batching::build_batch_meta(slots, bs);
+  KVCache cache = KVCache::allocate(7, bs, kvh, d, at::kFloat);
+  cache.key.normal_();
+  cache.value.normal_();
+  at::Tensor q = at::randn({meta.num_tokens, heads, d}) * 3;
+  kernels::write_kv(cache, at::randn({meta.num_tokens, kvh, d}), at::randn({meta.num_tokens, kvh, d}), meta);
+  const at::Tensor plain = kernels::paged_attention(q, cache, meta, 0.3);
+  for (kernels::AttentionOptions o : {kernels::AttentionOptions{3, 0.0}, kernels::AttentionOptions{0, 1.5},
+                                      kernels::AttentionOptions{2, 2.0}}) {
+    at::Tensor a = kernels::paged_attention(q, cache, meta, 0.3, o);
+    at::Tensor b = kernels::paged_attention_generic(q, cache, meta, 0.3, o);
+    EXPECT_LE((a - b).abs().max().item<double>(), 1e-5) << o.sliding_window << " " << o.logit_softcap;
+    EXPECT_GT((a - plain).abs().max().item<double>(), 1e-3) << o.sliding_window << " " << o.logit_softcap;
+  }
+  // A window at least as long as every context changes nothing.
+  kernels::AttentionOptions wide{64, 0.0};
+  EXPECT_TRUE(at::equal(kernels::paged_attention(q, cache, meta, 0.3, wide), plain));
+  // Window 1: each query sees only its own key, so the output is that token's value.
+  kernels::AttentionOptions one{1, 0.0};
+  at::Tensor self = kernels::paged_attention(q, cache, meta, 0.3, one);  // [T, heads, d]
+  at::Tensor v = cache.value.view({-1, kvh, d}).index_select(0, meta.slot_mapping);  // [T, kvh, d]
+  EXPECT_TRUE(at::allclose(self, v.repeat_interleave(heads / kvh, 1), 1e-6, 1e-6));
+}
+
+}  // namespace
+}  // namespace nnsight

@@ -47,6 +47,12 @@ std::optional<std::string> canonical_name(const std::string& arch, const std::st
     return "transformer." + stored;  // saved from GPT2Model rather than GPT2LMHeadModel
   }
   if (ends_with(stored, "rotary_emb.inv_freq")) return std::nullopt;
+  if (arch == "gpt_neox") {
+    // Old checkpoints store the causal mask buffers.
+    if (ends_with(stored, ".attention.bias") || ends_with(stored, ".attention.masked_bias")) return std::nullopt;
+    if (starts_with(stored, "gpt_neox.") || starts_with(stored, "embed_out.")) return stored;
+    return "gpt_neox." + stored;  // saved from GPTNeoXModel
+  }
   if (starts_with(stored, "model.") || starts_with(stored, "lm_head.")) return stored;
   return "model." + stored;  // saved from LlamaModel rather than LlamaForCausalLM
 }
@@ -112,12 +118,14 @@ HfCheckpoint::HfCheckpoint(const std::string& path) : describe_(path) {
     throw LoadError(dir_ + ": no model.safetensors or model.safetensors.index.json" + hint);
   }
 
-  if (!has("lm_head.weight") && config_.tie_word_embeddings) {
-    const std::string embed =
-        config_.architecture == "gpt2" ? "transformer.wte.weight" : "model.embed_tokens.weight";
+  const std::string head = config_.architecture == "gpt_neox" ? "embed_out.weight" : "lm_head.weight";
+  if (!has(head) && config_.tie_word_embeddings) {
+    const std::string embed = config_.architecture == "gpt2"       ? "transformer.wte.weight"
+                              : config_.architecture == "gpt_neox" ? "gpt_neox.embed_in.weight"
+                                                                   : "model.embed_tokens.weight";
     if (has(embed)) {
-      entries_.emplace("lm_head.weight", entries_.at(embed));
-      order_.push_back("lm_head.weight");
+      entries_.emplace(head, entries_.at(embed));
+      order_.push_back(head);
     }
   }
 }

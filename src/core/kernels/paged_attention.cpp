@@ -35,7 +35,9 @@ constexpr bool kVectorRows = std::is_same_v<scalar_t, float> || std::is_same_v<s
 // depend on which other sequences or tokens share the batch.
 template <typename scalar_t>
 void attention_cpu(const at::Tensor& q, const KVCache& cache, const batching::BatchMeta& meta,
-                   float scale, at::Tensor& out) {
+                   float scale, const AttentionOptions& opt, at::Tensor& out) {
+  const int64_t window = opt.sliding_window;
+  const float cap = static_cast<float>(opt.logit_softcap);
   const int64_t num_heads = q.size(1), d = q.size(2);
   const int64_t kvh = cache.num_kv_heads(), bs = cache.block_size();
   const int64_t group = num_heads / kvh;
@@ -71,18 +73,26 @@ void attention_cpu(const at::Tensor& q, const KVCache& cache, const batching::Ba
       scores.resize(static_cast<size_t>(context));
       for (int64_t i = 0; i < q_len; ++i) {
         const int64_t t = q_begin + i;
-        const int64_t n_keys = cached + i + 1;  // causal: positions [0, p]
+        // causal: positions [first, p], first = 0 without a window
+        const int64_t p = cached + i;
+        const int64_t first = window > 0 ? std::max<int64_t>(0, p - window + 1) : 0;
+        const int64_t n_keys = p + 1 - first;
+        const void* const* kr = krows.data() + first;
+        const void* const* vr = vrows.data() + first;
         const scalar_t* qrow = qp + (t * num_heads + h) * d;
         for (int64_t x = 0; x < d; ++x) qf[x] = static_cast<float>(qrow[x]) * scale;
         if constexpr (kVectorRows<scalar_t>) {
-          dot_rows(qf.data(), krows.data(), row_type, n_keys, d, scores.data());
+          dot_rows(qf.data(), kr, row_type, n_keys, d, scores.data());
         } else {
           for (int64_t j = 0; j < n_keys; ++j) {
-            const scalar_t* krow = static_cast<const scalar_t*>(krows[j]);
+            const scalar_t* krow = static_cast<const scalar_t*>(kr[j]);
             float dot = 0.f;
             for (int64_t x = 0; x < d; ++x) dot += qf[x] * static_cast<float>(krow[x]);
             scores[j] = dot;
           }
+        }
+        if (cap > 0.f) {
+          for (int64_t j = 0; j < n_keys; ++j) scores[j] = cap * std::tanh(scores[j] / cap);
         }
         float mx = -std::numeric_limits<float>::infinity();
         for (int64_t j = 0; j < n_keys; ++j) mx = std::max(mx, scores[j]);
@@ -93,11 +103,11 @@ void attention_cpu(const at::Tensor& q, const KVCache& cache, const batching::Ba
         }
         std::fill(acc.begin(), acc.end(), 0.f);
         if constexpr (kVectorRows<scalar_t>) {
-          axpy_rows(scores.data(), vrows.data(), row_type, n_keys, d, acc.data());
+          axpy_rows(scores.data(), vr, row_type, n_keys, d, acc.data());
         } else {
           for (int64_t j = 0; j < n_keys; ++j) {
             const float w = scores[j];
-            const scalar_t* vrow = static_cast<const scalar_t*>(vrows[j]);
+            const scalar_t* vrow = static_cast<const scalar_t*>(vr[j]);
             for (int64_t x = 0; x < d; ++x) acc[x] += w * static_cast<float>(vrow[x]);
           }
         }
@@ -112,20 +122,23 @@ void attention_cpu(const at::Tensor& q, const KVCache& cache, const batching::Ba
 }  // namespace
 
 at::Tensor paged_attention(const at::Tensor& q, const KVCache& cache,
-                           const batching::BatchMeta& meta, double scale) {
+                           const batching::BatchMeta& meta, double scale,
+                           const AttentionOptions& options) {
   TORCH_CHECK(q.dim() == 3, "paged_attention: q must be [tokens, heads, head_dim]");
   TORCH_CHECK(q.size(1) % cache.num_kv_heads() == 0, "paged_attention: heads not a multiple of kv heads");
-  if (!q.device().is_cpu()) return paged_attention_generic(q, cache, meta, scale);
+  TORCH_CHECK(options.sliding_window >= 0 && options.logit_softcap >= 0.0, "paged_attention: bad options");
+  if (!q.device().is_cpu()) return paged_attention_generic(q, cache, meta, scale, options);
   at::Tensor qc = q.to(cache.key.dtype()).contiguous();
   at::Tensor out = at::empty_like(qc);
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, qc.scalar_type(), "paged_attention", [&] {
-    attention_cpu<scalar_t>(qc, cache, meta, static_cast<float>(scale), out);
+    attention_cpu<scalar_t>(qc, cache, meta, static_cast<float>(scale), options, out);
   });
   return out.to(q.dtype());
 }
 
 at::Tensor paged_attention_generic(const at::Tensor& q, const KVCache& cache,
-                                   const batching::BatchMeta& meta, double scale) {
+                                   const batching::BatchMeta& meta, double scale,
+                                   const AttentionOptions& options) {
   const int64_t num_heads = q.size(1), d = q.size(2);
   const int64_t kvh = cache.num_kv_heads(), bs = cache.block_size();
   const int64_t group = num_heads / kvh;
@@ -150,9 +163,13 @@ at::Tensor paged_attention_generic(const at::Tensor& q, const KVCache& cache,
     }
     at::Tensor qs = q.narrow(0, q_begin, q_len).transpose(0, 1);          // [heads, q_len, d]
     at::Tensor scores = at::matmul(qs.to(at::kFloat), k.permute({1, 2, 0}).to(at::kFloat)) * scale;
-    // Causal mask: query i (position cached + i) sees keys [0, cached + i].
+    if (options.logit_softcap > 0) scores = at::tanh(scores / options.logit_softcap) * options.logit_softcap;
+    // Causal mask: query i (position cached + i) sees keys [0, cached + i]
+    // (with a window W: [cached + i - W + 1, cached + i]).
     at::Tensor qpos = at::arange(q_len, long_opts).unsqueeze(1) + cached;  // [q_len, 1]
-    scores.masked_fill_(pos.unsqueeze(0) > qpos, -std::numeric_limits<float>::infinity());
+    at::Tensor masked = pos.unsqueeze(0) > qpos;                            // [q_len, context]
+    if (options.sliding_window > 0) masked = masked.logical_or(pos.unsqueeze(0) <= qpos - options.sliding_window);
+    scores.masked_fill_(masked, -std::numeric_limits<float>::infinity());
     at::Tensor probs = at::softmax(scores, -1);                           // [heads, q_len, context]
     at::Tensor o = at::matmul(probs, v.transpose(0, 1).to(at::kFloat));   // [heads, q_len, d]
     out.narrow(0, q_begin, q_len).copy_(o.transpose(0, 1));

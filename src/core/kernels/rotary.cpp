@@ -4,6 +4,7 @@
 #include <ATen/Dispatch.h>
 #include <ATen/Parallel.h>
 
+#include <algorithm>
 #include <cmath>
 
 namespace nnsight::kernels {
@@ -33,9 +34,9 @@ at::Tensor scale_llama3(const at::Tensor& inv_freq, const RopeScaling& sc) {
 }
 
 template <typename scalar_t>
-void rotate_cpu(at::Tensor& x, const at::Tensor& positions, const at::Tensor& cos,
+void rotate_cpu(at::Tensor& x, int64_t rot, const at::Tensor& positions, const at::Tensor& cos,
                 const at::Tensor& sin) {
-  const int64_t tokens = x.size(0), heads = x.size(1), d = x.size(2), half = d / 2;
+  const int64_t tokens = x.size(0), heads = x.size(1), d = x.size(2), half = rot / 2;
   scalar_t* xp = x.data_ptr<scalar_t>();
   const int64_t* pos = positions.data_ptr<int64_t>();
   const float* cp = cos.data_ptr<float>();
@@ -66,20 +67,40 @@ RotaryEmbedding::RotaryEmbedding(int64_t head_dim, int64_t max_position, double 
   TORCH_CHECK(max_position > 0, "RotaryEmbedding: max_position must be positive");
   // inv_freq[i] = theta^(-2i / d), computed as Hugging Face does (float32).
   at::Tensor exponent = at::arange(0, head_dim, 2, at::kLong).to(at::kFloat) / static_cast<double>(head_dim);
-  inv_freq_ = 1.0 / at::pow(theta, exponent);
-  if (scaling.factor > 0) inv_freq_ = scale_llama3(inv_freq_, scaling);
   at::Tensor t = at::arange(max_position, at::kLong).to(at::kFloat);
+  if (scaling.type == "longrope") {
+    // Phi-3: inv_freq = 1 / (ext * theta^(2i/d)); ext = short factors for
+    // positions below the original context, long ones from there on.
+    const int64_t half = head_dim / 2;
+    TORCH_CHECK(static_cast<int64_t>(scaling.short_factor.size()) == half &&
+                    static_cast<int64_t>(scaling.long_factor.size()) == half,
+                "RotaryEmbedding: longrope factors must have head_dim / 2 entries");
+    at::Tensor base = at::pow(theta, exponent);
+    at::Tensor short_inv = 1.0 / (at::tensor(scaling.short_factor, at::kDouble).to(at::kFloat) * base);
+    at::Tensor long_inv = 1.0 / (at::tensor(scaling.long_factor, at::kDouble).to(at::kFloat) * base);
+    inv_freq_ = short_inv;
+    const int64_t split = std::min(max_position, scaling.original_max_position);
+    at::Tensor freqs = at::cat({at::outer(t.narrow(0, 0, split), short_inv),
+                                at::outer(t.narrow(0, split, max_position - split), long_inv)});
+    const double attn = scaling.attention_factor;
+    cos_ = (freqs.cos() * attn).contiguous();
+    sin_ = (freqs.sin() * attn).contiguous();
+    return;
+  }
+  inv_freq_ = 1.0 / at::pow(theta, exponent);
+  if (scaling.is_llama3()) inv_freq_ = scale_llama3(inv_freq_, scaling);
+  if (scaling.type == "linear") inv_freq_ = inv_freq_ / scaling.factor;
   at::Tensor freqs = at::outer(t, inv_freq_);  // [max_position, head_dim / 2]
   cos_ = freqs.cos().contiguous();
   sin_ = freqs.sin().contiguous();
 }
 
 void RotaryEmbedding::apply_(at::Tensor& x, const at::Tensor& positions) const {
-  TORCH_CHECK(x.dim() == 3 && x.size(2) == head_dim_, "RotaryEmbedding: x must be [tokens, heads, ",
+  TORCH_CHECK(x.dim() == 3 && x.size(2) >= head_dim_, "RotaryEmbedding: x must be [tokens, heads, >= ",
               head_dim_, "]");
   if (x.device().is_cpu() && x.is_contiguous()) {
     AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, x.scalar_type(), "rotary", [&] {
-      rotate_cpu<scalar_t>(x, positions, cos_, sin_);
+      rotate_cpu<scalar_t>(x, head_dim_, positions, cos_, sin_);
     });
     return;
   }

@@ -14,10 +14,16 @@ namespace nnsight::kernels {
 
 class RotaryEmbedding {
  public:
-  // Precomputes cos/sin for positions [0, max_position).
+  // Precomputes cos/sin for positions [0, max_position). `head_dim` is the
+  // number of rotated features (a partial rotary dimension where a model
+  // rotates only the first features of each head). Scaling: llama3, linear
+  // (positions / factor) or longrope (short factors below
+  // scaling.original_max_position, long factors from there on, cos and sin
+  // times the attention factor).
   RotaryEmbedding(int64_t head_dim, int64_t max_position, double theta, const RopeScaling& scaling);
 
-  // Rotates x in place. x: [num_tokens, heads, head_dim]; positions: [num_tokens] int64.
+  // Rotates x in place. x: [num_tokens, heads, D] with D >= head_dim (the
+  // first head_dim features of each head turn); positions: [num_tokens] int64.
   void apply_(at::Tensor& x, const at::Tensor& positions) const;
 
   int64_t max_position() const { return max_position_; }

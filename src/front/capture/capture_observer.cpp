@@ -13,6 +13,7 @@ namespace nnsight::capture {
 
 std::string decoder_layer_path(const std::string& architecture, int64_t layer) {
   if (architecture == "gpt2") return "transformer.h." + std::to_string(layer);
+  if (architecture == "gpt_neox") return "gpt_neox.layers." + std::to_string(layer);
   return "model.layers." + std::to_string(layer);
 }
 

@@ -1,0 +1,291 @@
+"""Tiny random Hugging Face checkpoints and Hugging Face's outputs on them.
+
+Run through scripts/make-model-fixtures (which pins torch and transformers).
+For each architecture it writes tests/data/models/<arch>/:
+
+  config.json, model.safetensors (or a sharded index), tokenizer.json
+  reference.safetensors:
+    ids.<s>          int64 [len]            token ids of test sequence s
+    logits.<s>       f32 [len, vocab]       HF logits (eager attention, fp32)
+    layer.<s>.<l>    f32 [len, hidden]      output of decoder layer l
+    norm.<s>         f32 [len, hidden]      output of the final norm
+    greedy.<s>       int64 [new]            HF greedy continuation of sequence s
+    ablation.logits  f32 [len0, vocab]      logits of sequence 0 with one module's output zeroed
+    router.<s>       f32 [len, experts]     (MoE) output of the router named in the metadata
+  metadata: {"ablate": "<module path>", "router": "<module path>"}
+
+Weights are random (seeded), rounded to bfloat16 and stored so; the
+reference runs in float32 on exactly those values.
+"""
+import json
+import os
+import shutil
+import sys
+
+import torch
+import transformers
+from safetensors.torch import save_file
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+VOCAB = 320
+LENGTHS = [13, 5, 21]  # longer than every sliding window below
+NEW_TOKENS = 6
+WINDOW = 6
+
+common = dict(
+    vocab_size=VOCAB,
+    hidden_size=64,
+    intermediate_size=96,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    num_key_value_heads=2,
+    max_position_embeddings=128,
+    bos_token_id=1,
+    eos_token_id=2,
+    pad_token_id=0,
+    tie_word_embeddings=False,
+)
+
+
+def arch_specs():
+    C = transformers
+    return {
+        "mistral": (C.MistralConfig(**common, head_dim=16, sliding_window=WINDOW, rms_norm_eps=1e-5),
+                    C.MistralForCausalLM, "model.layers.0.mlp"),
+        "qwen3": (C.Qwen3Config(**common, head_dim=16, rms_norm_eps=1e-6, sliding_window=None,
+                                use_sliding_window=False, rope_theta=1e6),
+                  C.Qwen3ForCausalLM, "model.layers.1.self_attn.k_norm"),
+        "gemma": (C.GemmaConfig(**{**common, "tie_word_embeddings": True}, head_dim=16,
+                                hidden_act="gelu_pytorch_tanh", hidden_activation="gelu_pytorch_tanh"),
+                  C.GemmaForCausalLM, "model.layers.0.mlp.act_fn"),
+        "gemma2": (C.Gemma2Config(**{**common, "tie_word_embeddings": True}, head_dim=16,
+                                  hidden_activation="gelu_pytorch_tanh", query_pre_attn_scalar=24,
+                                  sliding_window=WINDOW, attn_logit_softcapping=3.0,
+                                  final_logit_softcapping=4.0),
+                   C.Gemma2ForCausalLM, "model.layers.0.post_attention_layernorm"),
+        "gpt_neox": (C.GPTNeoXConfig(**{k: v for k, v in common.items() if k != "num_key_value_heads"},
+                                     rotary_pct=0.5, rotary_emb_base=10000, use_parallel_residual=True,
+                                     hidden_act="gelu", layer_norm_eps=1e-5, attention_bias=True),
+                     C.GPTNeoXForCausalLM, "gpt_neox.layers.1.attention.query_key_value"),
+        "olmo2": (C.Olmo2Config(**common, rms_norm_eps=1e-6), C.Olmo2ForCausalLM, "model.layers.0.self_attn.q_norm"),
+        "phi3": (C.Phi3Config(**{**common, "max_position_embeddings": 128}, original_max_position_embeddings=64,
+                              rope_scaling={"type": "longrope",
+                                            "short_factor": [1.0 + 0.1 * i for i in range(8)],
+                                            "long_factor": [1.0 + 0.5 * i for i in range(8)]}),
+                 C.Phi3ForCausalLM, "model.layers.0.mlp.gate_up_proj"),
+        "gemma3_text": (C.Gemma3TextConfig(**{**common, "tie_word_embeddings": True}, head_dim=16,
+                                           hidden_activation="gelu_pytorch_tanh", query_pre_attn_scalar=24,
+                                           sliding_window=WINDOW, sliding_window_pattern=2,
+                                           rope_theta=100000.0, rope_local_base_freq=10000.0,
+                                           rope_scaling={"rope_type": "linear", "factor": 2.0}),
+                        C.Gemma3ForCausalLM, "model.layers.1.self_attn.q_norm"),
+        "mixtral": (C.MixtralConfig(**{**common, "intermediate_size": 64}, head_dim=16, num_local_experts=4, num_experts_per_tok=2,
+                                    sliding_window=None, rms_norm_eps=1e-5),
+                    C.MixtralForCausalLM, "model.layers.1.block_sparse_moe.experts.3"),
+        # Layer 0 dense (mlp_only_layers), layer 1 sparse; top-k weights not renormalized.
+        "qwen3_moe": (C.Qwen3MoeConfig(**common, head_dim=16, num_experts=4, num_experts_per_tok=2,
+                                       moe_intermediate_size=48, decoder_sparse_step=1, mlp_only_layers=[0],
+                                       norm_topk_prob=False, sliding_window=None, use_sliding_window=False,
+                                       rms_norm_eps=1e-6),
+                      C.Qwen3MoeForCausalLM, "model.layers.1.mlp.experts.1"),
+    }
+
+ROUTERS = {"mixtral": "model.layers.1.block_sparse_moe.gate", "qwen3_moe": "model.layers.1.mlp.gate"}
+if os.environ.get("NNSIGHT_FIXTURE_VARIANT") == "1":
+    ROUTERS["qwen3_moe"] = "model.layers.3.mlp.gate"  # every second layer is sparse
+
+
+def variant_specs():
+    """Other settings of every architecture (NNSIGHT_FIXTURE_VARIANT=1), for checks
+    beyond the committed fixtures: more layers, MQA/MHA, biases, other windows and
+    rotary fractions, sequential residual, other MoE routing."""
+    C = transformers
+    c4 = {**common, "num_hidden_layers": 4}
+    return {
+        "mistral": (C.MistralConfig(**c4, head_dim=16, sliding_window=4), C.MistralForCausalLM, "model.layers.2.mlp"),
+        "qwen3": (C.Qwen3Config(**{**c4, "num_key_value_heads": 4, "tie_word_embeddings": True}, head_dim=16,
+                                attention_bias=True, sliding_window=None),
+                  C.Qwen3ForCausalLM, "model.layers.3.self_attn.q_norm"),
+        "gemma": (C.GemmaConfig(**{**c4, "num_key_value_heads": 1, "tie_word_embeddings": True}, head_dim=16,
+                                hidden_act="gelu_pytorch_tanh"),
+                  C.GemmaForCausalLM, "model.layers.1.mlp"),
+        "gemma2": (C.Gemma2Config(**{**c4, "tie_word_embeddings": True}, head_dim=16, query_pre_attn_scalar=16,
+                                  sliding_window=3),
+                   C.Gemma2ForCausalLM, "model.layers.2.pre_feedforward_layernorm"),
+        "gpt_neox": (C.GPTNeoXConfig(**{k: v for k, v in c4.items() if k != "num_key_value_heads"},
+                                     rotary_pct=0.25, use_parallel_residual=False, hidden_act="gelu_new"),
+                     C.GPTNeoXForCausalLM, "gpt_neox.layers.2.mlp.act"),
+        "olmo2": (C.Olmo2Config(**{**c4, "num_key_value_heads": 4}), C.Olmo2ForCausalLM,
+                  "model.layers.1.self_attn.k_norm"),
+        "phi3": (C.Phi3Config(**c4, partial_rotary_factor=0.5, sliding_window=5, original_max_position_embeddings=64,
+                              rope_scaling={"type": "longrope", "short_factor": [1.0, 1.3, 1.9, 2.4],
+                                            "long_factor": [1.0, 2.0, 3.0, 4.0]}),
+                 C.Phi3ForCausalLM, "model.layers.3.self_attn.qkv_proj"),
+        "gemma3_text": (C.Gemma3TextConfig(**{**c4, "tie_word_embeddings": True}, head_dim=16,
+                                           query_pre_attn_scalar=16, sliding_window=3, sliding_window_pattern=3,
+                                           final_logit_softcapping=6.0),
+                        C.Gemma3ForCausalLM, "model.layers.2.self_attn.k_norm"),
+        "mixtral": (C.MixtralConfig(**{**c4, "intermediate_size": 32}, head_dim=16, num_local_experts=8,
+                                    num_experts_per_tok=2, sliding_window=5),
+                    C.MixtralForCausalLM, "model.layers.3.block_sparse_moe.experts.5"),
+        "qwen3_moe": (C.Qwen3MoeConfig(**c4, head_dim=16, num_experts=4, num_experts_per_tok=3,
+                                       moe_intermediate_size=32, decoder_sparse_step=2, mlp_only_layers=[],
+                                       norm_topk_prob=True, sliding_window=None),
+                      C.Qwen3MoeForCausalLM, "model.layers.1.mlp.gate"),
+    }
+
+
+def make_tokenizer(path):
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=300, special_tokens=["<pad>", "<s>", "</s>"],
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
+    text = ["The capital of France is Paris. The capital of Italy is Rome. " * 4,
+            "Hello world, this is a tiny tokenizer for test fixtures."]
+    tok.train_from_iterator(text, trainer)
+    # Every id the model can produce must decode: fill the vocabulary up to VOCAB.
+    tok.add_special_tokens([f"<unused{i}>" for i in range(VOCAB - tok.get_vocab_size())])
+    assert tok.get_vocab_size() == VOCAB, tok.get_vocab_size()
+    tok.save(path)
+
+
+def randomize(model, seed):
+    g = torch.Generator().manual_seed(seed)
+    gemma = isinstance(model, (transformers.GemmaForCausalLM, transformers.Gemma2ForCausalLM,
+                               transformers.Gemma3ForCausalLM))
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            r = torch.randn(p.shape, generator=g)
+            if "norm" in name and name.endswith("weight"):
+                # Gemma's norms multiply by (1 + w): keep the product near 1 either way.
+                p.copy_((0.0 if gemma else 1.0) + 0.1 * r)
+            elif gemma and "embed_tokens" in name:
+                # Gemma scales embeddings by sqrt(hidden) = 8; without this the (tied)
+                # head would mostly predict the input token back.
+                p.copy_(0.03 * r)
+            elif name.endswith("bias"):
+                p.copy_(0.1 * r)
+            else:
+                p.copy_(0.15 * r)
+            p.copy_(p.to(torch.bfloat16).float())  # exactly representable in the stored bf16
+
+
+def layers_of(model):
+    return model.gpt_neox.layers if hasattr(model, "gpt_neox") else model.model.layers
+
+
+def final_norm_of(model):
+    return model.gpt_neox.final_layer_norm if hasattr(model, "gpt_neox") else model.model.norm
+
+
+def module_at(model, path):
+    m = model
+    for part in path.split("."):
+        m = getattr(m, part) if not part.isdigit() else m[int(part)]
+    return m
+
+
+def first(o):
+    return o[0] if isinstance(o, tuple) else o
+
+
+def run(model, ids, capture=None):
+    outs = {}
+    handles = []
+    for l, layer in enumerate(layers_of(model)):
+        handles.append(layer.register_forward_hook(lambda m, i, o, l=l: outs.__setitem__(("layer", l), first(o))))
+    handles.append(final_norm_of(model).register_forward_hook(lambda m, i, o: outs.__setitem__("norm", first(o))))
+    if capture:
+        handles.append(module_at(model, capture).register_forward_hook(
+            lambda m, i, o: outs.__setitem__("capture", first(o))))
+    with torch.no_grad():
+        logits = model(torch.tensor([ids]), use_cache=False).logits[0]
+    for h in handles:
+        h.remove()
+    return logits, outs
+
+
+def greedy(model, ids, n):
+    ids = list(ids)
+    out = []
+    with torch.no_grad():
+        for _ in range(n):
+            # A full forward each step (no cache): the plainest reading of the model.
+            nxt = int(model(torch.tensor([ids]), use_cache=False).logits[0, -1].argmax())
+            ids.append(nxt)
+            out.append(nxt)
+    return out
+
+
+def make(arch, spec, out_dir, tokenizer_path, seed):
+    config, cls, ablate = spec
+    config._attn_implementation = "eager"
+    torch.manual_seed(seed)
+    model = cls(config).eval()
+    randomize(model, seed)
+    if os.path.isdir(out_dir):
+        shutil.rmtree(out_dir)
+    os.makedirs(out_dir)
+    # Stored in bfloat16 (half the bytes); every value is exact in float32.
+    shard = "150KB" if arch == "qwen3" else "50GB"  # one sharded checkpoint among the fixtures
+    # (The model itself stays float32: casting it would also round buffers such
+    # as the rotary inv_freq, which transformers computes in float32.)
+    bf16 = {k: v.to(torch.bfloat16) for k, v in model.state_dict().items()}
+    model.save_pretrained(out_dir, state_dict=bf16, safe_serialization=True, max_shard_size=shard)
+    shutil.copy(tokenizer_path, os.path.join(out_dir, "tokenizer.json"))
+
+    g = torch.Generator().manual_seed(seed + 1)
+    tensors = {}
+    meta = {"ablate": ablate, "transformers": transformers.__version__, "torch": torch.__version__}
+    router = ROUTERS.get(arch)
+    if router:
+        meta["router"] = router
+    seqs = []
+    for s, n in enumerate(LENGTHS):
+        ids = torch.randint(3, VOCAB, (n,), generator=g).tolist()
+        seqs.append(ids)
+        logits, outs = run(model, ids, router)
+        tensors[f"ids.{s}"] = torch.tensor(ids, dtype=torch.int64)
+        tensors[f"logits.{s}"] = logits.float().contiguous()
+        for l in range(config.num_hidden_layers):
+            tensors[f"layer.{s}.{l}"] = outs[("layer", l)][0].float().contiguous()
+        tensors[f"norm.{s}"] = outs["norm"][0].float().contiguous()
+        tensors[f"greedy.{s}"] = torch.tensor(greedy(model, ids, NEW_TOKENS), dtype=torch.int64)
+        if router:
+            tensors[f"router.{s}"] = outs["capture"].reshape(n, -1).float().contiguous()
+    # Ablation: the module's output zeroed (element 0 of a tuple output).
+    def zero(m, i, o):
+        if isinstance(o, tuple):
+            return (torch.zeros_like(o[0]),) + tuple(o[1:])
+        return torch.zeros_like(o)
+    h = module_at(model, ablate).register_forward_hook(zero)
+    with torch.no_grad():
+        tensors["ablation.logits"] = model(torch.tensor([seqs[0]]), use_cache=False).logits[0].float().contiguous()
+    h.remove()
+    save_file(tensors, os.path.join(out_dir, "reference.safetensors"), metadata=meta)
+    size = sum(os.path.getsize(os.path.join(out_dir, f)) for f in os.listdir(out_dir))
+    print(f"{arch}: {out_dir} ({size // 1024} KB)")
+
+
+def main():
+    out_root = sys.argv[1]
+    wanted = sys.argv[2:]
+    specs = variant_specs() if os.environ.get("NNSIGHT_FIXTURE_VARIANT") == "1" else arch_specs()
+    seed0 = int(os.environ.get("NNSIGHT_FIXTURE_SEED", "1000"))
+    unknown = [a for a in wanted if a not in specs]
+    if unknown:
+        sys.exit(f"unknown architecture(s) {unknown}; known: {sorted(specs)}")
+    torch.set_num_threads(1)
+    os.makedirs(out_root, exist_ok=True)
+    tok_path = os.path.join(out_root, ".tokenizer.json")
+    make_tokenizer(tok_path)
+    for i, (arch, spec) in enumerate(specs.items()):
+        if wanted and arch not in wanted:
+            continue
+        make(arch, spec, os.path.join(out_root, arch), tok_path, seed0 + i)
+    os.remove(tok_path)
+
+
+if __name__ == "__main__":
+    main()

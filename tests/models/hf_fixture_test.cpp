@@ -1,0 +1,351 @@
+// Every architecture against Hugging Face's own forward, on the tiny random
+// checkpoints scripts/make-model-fixtures wrote into tests/data/models/<arch>/
+// (config.json + safetensors exactly as transformers saves them, and
+// reference.safetensors with transformers' outputs; docs/weights.md).
+//
+// For each: a mixed batch of three sequences through the paged KV cache
+// (whole prefills, a prompt chunked over three steps, decode steps riding in
+// the same batches) gives every decoder layer's output, the final norm and
+// the logits of every prompt position within 1e-4 (relative to the largest
+// reference value) of transformers', and greedy decoding reproduces
+// transformers' greedy continuation token for token. An ablation (one
+// module's output zeroed through a forward hook at its Hugging Face path)
+// changes the logits as zeroing it in transformers does. At TP=2 (gloo) the
+// logits equal TP=1's.
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <map>
+#include <numeric>
+#include <random>
+
+#include <nnsight/error.hpp>
+
+#include "batching/batch_meta.h"
+#include "core/hf/hf_config.h"
+#include "core/kv_cache.h"
+#include "core/safetensors/safetensors_file.h"
+#include "core/weight_source.h"
+#include "models/causal_lm.h"
+#include "support/thread_ranks.h"
+
+namespace nnsight {
+namespace {
+
+// $NNSIGHT_MODEL_FIXTURES/<arch> when set (other checkpoints made by the
+// same script), else the committed tests/data/models/<arch>.
+std::string fixture_dir(const std::string& arch) {
+  const char* root = std::getenv("NNSIGHT_MODEL_FIXTURES");
+  return (root != nullptr && *root != '\0' ? std::string(root) : std::string(NNSIGHT_SOURCE_DIR) + "/tests/data/models") +
+         "/" + arch;
+}
+
+// max |got - want| / max |want|
+double rel_diff(const at::Tensor& got, const at::Tensor& want) {
+  const double scale = std::max(want.abs().max().item<double>(), 1e-30);
+  return (got.to(at::kFloat) - want).abs().max().item<double>() / scale;
+}
+
+Module* find_module(CausalLM& model, const std::string& path) {
+  for (auto& [p, m] : model.named_hookable_modules())
+    if (p == path) return m;
+  return nullptr;
+}
+
+struct Reference {
+  explicit Reference(const std::string& arch) : file(fixture_dir(arch) + "/reference.safetensors") {}
+  at::Tensor get(const std::string& name) const { return file.load(name); }
+  std::string meta(const std::string& key) const {
+    auto it = file.metadata().find(key);
+    return it == file.metadata().end() ? "" : it->second;
+  }
+  SafetensorsFile file;
+};
+
+// Drives a model through the paged cache the way the model runner does:
+// per step, each sequence computes some of its not-yet-cached tokens.
+class PagedRun {
+ public:
+  PagedRun(CausalLM& model, int64_t block_size = 4, int64_t num_blocks = 64) : model_(model), bs_(block_size) {
+    kv_ = allocate_kv_caches(model.num_layers(), num_blocks, block_size, model.local_kv_heads(), model.head_dim(),
+                             model.options());
+    free_.resize(static_cast<size_t>(num_blocks));
+    std::iota(free_.begin(), free_.end(), 0);
+    std::mt19937_64 rng(5);
+    std::shuffle(free_.begin(), free_.end(), rng);  // non-contiguous block tables
+  }
+  struct Seq {
+    std::vector<int64_t> tokens;
+    int64_t cached = 0;
+    std::vector<int32_t> blocks;
+  };
+  struct Step {
+    at::Tensor hidden;  // [T, hidden] after the final norm
+    at::Tensor logits;  // [T, vocab]: every row
+    std::vector<at::Tensor> layers;  // per decoder layer: [T, hidden]
+    std::vector<int64_t> row_start;  // per sequence (-1 when not scheduled)
+  };
+  // counts[i]: tokens of sequence i computed this step.
+  Step step(std::vector<Seq>& seqs, const std::vector<int64_t>& counts, const std::vector<Module*>& layers) {
+    std::vector<batching::SeqSlot> slots;
+    std::vector<int64_t> ids;
+    Step out;
+    for (size_t i = 0; i < seqs.size(); ++i) {
+      out.row_start.push_back(counts[i] ? static_cast<int64_t>(ids.size()) : -1);
+      if (counts[i] == 0) continue;
+      Seq& s = seqs[i];
+      const int64_t need = s.cached + counts[i];
+      EXPECT_LE(need, static_cast<int64_t>(s.tokens.size()));
+      while (static_cast<int64_t>(s.blocks.size()) * bs_ < need) {
+        s.blocks.push_back(free_.back());
+        free_.pop_back();
+      }
+      slots.push_back({s.cached, counts[i], s.blocks, true});
+      for (int64_t p = s.cached; p < need; ++p) ids.push_back(s.tokens[static_cast<size_t>(p)]);
+    }
+    out.layers.resize(layers.size());
+    std::vector<HookHandle> handles;
+    for (size_t l = 0; l < layers.size(); ++l) {
+      handles.push_back(layers[l]->register_forward_hook([&out, l](Module&, const ModuleIO&, const ModuleIO& o) {
+        out.layers[l] = o.tensor().clone();
+        return std::optional<ModuleIO>();
+      }));
+    }
+    batching::BatchMeta meta = batching::build_batch_meta(slots, bs_);
+    out.hidden = model_.forward(at::tensor(ids, at::kLong), meta, kv_);
+    out.logits = model_.compute_logits(out.hidden, at::arange(meta.num_tokens, at::kLong));
+    for (auto& h : handles) h.remove();
+    for (size_t i = 0; i < seqs.size(); ++i) seqs[i].cached += counts[i];
+    return out;
+  }
+
+ private:
+  CausalLM& model_;
+  int64_t bs_;
+  std::vector<KVCache> kv_;
+  std::vector<int32_t> free_;
+};
+
+std::string layer_path(const ModelConfig& cfg, int64_t l) {
+  return (cfg.architecture == "gpt_neox" ? "gpt_neox.layers." : "model.layers.") + std::to_string(l);
+}
+std::string norm_path(const ModelConfig& cfg) {
+  return cfg.architecture == "gpt_neox" ? "gpt_neox.final_layer_norm" : "model.norm";
+}
+
+std::shared_ptr<CausalLM> load(const std::string& arch, const tp::ParallelContext& ctx = {}) {
+  auto source = open_weights(fixture_dir(arch));
+  return load_causal_lm(*source, ctx, at::TensorOptions().dtype(at::kFloat));
+}
+
+class HfFixture : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(HfFixture, MixedPagedBatchMatchesTransformers) {
+  at::NoGradGuard no_grad;
+  const std::string arch = GetParam();
+  Reference ref(arch);
+  auto model = load(arch);
+  const ModelConfig& cfg = model->config();
+  std::vector<Module*> layers;
+  for (int64_t l = 0; l < cfg.num_layers; ++l) {
+    layers.push_back(find_module(*model, layer_path(cfg, l)));
+    ASSERT_NE(layers.back(), nullptr) << layer_path(cfg, l);
+  }
+  Module* norm = find_module(*model, norm_path(cfg));
+  ASSERT_NE(norm, nullptr);
+  layers.push_back(norm);  // the final norm's output is captured like a layer's
+
+  std::vector<PagedRun::Seq> seqs(3);
+  std::vector<std::vector<int64_t>> greedy(3);
+  std::vector<int64_t> prompt_len(3);
+  for (int s = 0; s < 3; ++s) {
+    at::Tensor ids = ref.get("ids." + std::to_string(s));
+    seqs[s].tokens.assign(ids.data_ptr<int64_t>(), ids.data_ptr<int64_t>() + ids.numel());
+    prompt_len[s] = ids.numel();
+    at::Tensor g = ref.get("greedy." + std::to_string(s));
+    greedy[s].assign(g.data_ptr<int64_t>(), g.data_ptr<int64_t>() + g.numel());
+  }
+  ASSERT_EQ(prompt_len[2], 21);  // the plan below chunks sequence 2 as 8 + 7 + 6
+  const size_t want_new = greedy[0].size();
+  PagedRun run(*model);
+  std::vector<std::vector<int64_t>> got(3);
+  double worst = 0;
+  int64_t compared_rows = 0;
+  for (int st = 0; st < 20; ++st) {
+    std::vector<int64_t> counts(3, 0);
+    bool any = false;
+    for (int s = 0; s < 3; ++s) {
+      const int64_t left = static_cast<int64_t>(seqs[s].tokens.size()) - seqs[s].cached;
+      if (s == 2 && seqs[s].cached < prompt_len[s]) {
+        counts[s] = std::min<int64_t>(st == 0 ? 8 : 7, left);  // chunked prefill
+      } else if (got[s].size() < want_new || left > 0) {
+        counts[s] = left;  // whole prompt, or the token decoded last step
+      }
+      any = any || counts[s] > 0;
+    }
+    if (!any) break;
+    auto out = run.step(seqs, counts, layers);
+    for (int s = 0; s < 3; ++s) {
+      if (counts[s] == 0) continue;
+      const int64_t first = seqs[s].cached - counts[s], row = out.row_start[s];
+      // Prompt positions: compare with the reference rows.
+      const int64_t n_prompt = std::max<int64_t>(0, std::min(prompt_len[s], seqs[s].cached) - first);
+      if (n_prompt > 0) {
+        const std::string ss = std::to_string(s);
+        for (int64_t l = 0; l < cfg.num_layers; ++l) {
+          const double d = rel_diff(out.layers[l].narrow(0, row, n_prompt),
+                                    ref.get("layer." + ss + "." + std::to_string(l)).narrow(0, first, n_prompt));
+          EXPECT_LE(d, 1e-4) << arch << " layer " << l << " seq " << s << " step " << st;
+          worst = std::max(worst, d);
+        }
+        const double dn = rel_diff(out.layers.back().narrow(0, row, n_prompt), ref.get("norm." + ss).narrow(0, first, n_prompt));
+        const double dl = rel_diff(out.logits.narrow(0, row, n_prompt), ref.get("logits." + ss).narrow(0, first, n_prompt));
+        EXPECT_LE(dn, 1e-4) << arch << " final norm seq " << s << " step " << st;
+        EXPECT_LE(dl, 1e-4) << arch << " logits seq " << s << " step " << st;
+        worst = std::max({worst, dn, dl});
+        compared_rows += n_prompt;
+      }
+      // Greedy: once the prompt is in, the last row's argmax is the next token.
+      if (seqs[s].cached >= prompt_len[s] && got[s].size() < want_new) {
+        const int64_t next = out.logits[row + counts[s] - 1].argmax().item<int64_t>();
+        got[s].push_back(next);
+        seqs[s].tokens.push_back(next);
+      }
+    }
+  }
+  EXPECT_EQ(compared_rows, prompt_len[0] + prompt_len[1] + prompt_len[2]);
+  for (int s = 0; s < 3; ++s) EXPECT_EQ(got[s], greedy[s]) << arch << " greedy continuation of sequence " << s;
+  RecordProperty("worst_relative_diff", std::to_string(worst));
+  std::cout << "[ " << arch << " ] worst relative difference to transformers: " << worst << "\n";
+}
+
+TEST_P(HfFixture, AblationAtHuggingFacePathMatchesTransformers) {
+  at::NoGradGuard no_grad;
+  const std::string arch = GetParam();
+  Reference ref(arch);
+  auto model = load(arch);
+  at::Tensor ids = ref.get("ids.0");
+  auto prefill = [&] {
+    PagedRun run(*model);
+    std::vector<PagedRun::Seq> seqs(1);
+    seqs[0].tokens.assign(ids.data_ptr<int64_t>(), ids.data_ptr<int64_t>() + ids.numel());
+    return run.step(seqs, {ids.numel()}, {}).logits;  // [len, vocab]
+  };
+  // Router logits (MoE): the gate's output as a hook sees it, on the unablated model.
+  const std::string router_path = ref.meta("router");
+  if (!router_path.empty()) {
+    Module* gate = find_module(*model, router_path);
+    ASSERT_NE(gate, nullptr) << router_path;
+    at::Tensor router;
+    HookHandle h = gate->register_forward_hook([&](Module&, const ModuleIO&, const ModuleIO& o) {
+      router = o.tensor().clone();
+      return std::optional<ModuleIO>();
+    });
+    prefill();
+    h.remove();
+    ASSERT_TRUE(router.defined());
+    EXPECT_LE(rel_diff(router, ref.get("router.0")), 1e-4) << arch << " router logits at " << router_path;
+  }
+  const std::string path = ref.meta("ablate");
+  ASSERT_FALSE(path.empty());
+  Module* m = find_module(*model, path);
+  ASSERT_NE(m, nullptr) << arch << ": no module at the Hugging Face path " << path;
+  m->register_forward_hook([](Module&, const ModuleIO&, const ModuleIO& o) -> std::optional<ModuleIO> {
+    if (!o.is_tuple()) return ModuleIO(at::zeros_like(o.tensor()));
+    std::vector<at::Tensor> items = o.items();
+    items[0] = at::zeros_like(items[0]);
+    return ModuleIO::tuple(items);
+  });
+  const at::Tensor want = ref.get("ablation.logits");
+  EXPECT_LE(rel_diff(prefill(), want), 1e-4) << arch << " with " << path << " zeroed";
+  // Not vacuous: the ablation changes the logits.
+  EXPECT_GT(rel_diff(ref.get("logits.0"), want), 1e-2) << arch;
+}
+
+TEST_P(HfFixture, TensorParallelTwoRanksEqualsOne) {
+  at::NoGradGuard no_grad;
+  const std::string arch = GetParam();
+  Reference ref(arch);
+  at::Tensor ids = ref.get("ids.2");
+  auto run_logits = [&](CausalLM& model) {
+    PagedRun run(model);
+    std::vector<PagedRun::Seq> seqs(1);
+    seqs[0].tokens.assign(ids.data_ptr<int64_t>(), ids.data_ptr<int64_t>() + ids.numel());
+    auto a = run.step(seqs, {12}, {});  // a chunk, then the rest
+    auto b = run.step(seqs, {ids.numel() - 12}, {});
+    return at::cat({a.logits, b.logits});
+  };
+  auto single = load(arch);
+  const at::Tensor want = run_logits(*single);
+  std::vector<at::Tensor> got(2);
+  testing::run_ranks(2, [&](tp::ParallelContext& ctx) {
+    at::NoGradGuard ng;
+    auto model = load(arch, ctx);
+    got[ctx.rank()] = run_logits(*model);
+  });
+  for (int r = 0; r < 2; ++r) EXPECT_LE(rel_diff(got[r], want), 1e-4) << arch << " rank " << r;
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, HfFixture,
+                         ::testing::Values("mistral", "qwen3", "gemma", "gemma2", "gpt_neox", "olmo2", "phi3",
+                                           "gemma3_text", "mixtral", "qwen3_moe"),
+                         [](const ::testing::TestParamInfo<std::string>& i) { return i.param; });
+
+TEST(HfConfig, UnimplementedFieldIsAnErrorNamingIt) {
+  const std::string base = R"({"model_type": "llama", "vocab_size": 32, "hidden_size": 16, "intermediate_size": 32,
+      "num_hidden_layers": 1, "num_attention_heads": 2)";
+  EXPECT_NO_THROW(parse_hf_config(base + "}", "c.json"));
+  try {
+    parse_hf_config(base + R"(, "sliding_window": 8})", "c.json");
+    FAIL() << "a llama config with a sliding window must not load";
+  } catch (const LoadError& e) {
+    EXPECT_NE(std::string(e.what()).find("c.json: field 'sliding_window' = 8 is not implemented for model_type 'llama'"),
+              std::string::npos)
+        << e.what();
+  }
+  // A null field is the default, not a feature.
+  EXPECT_NO_THROW(parse_hf_config(base + R"(, "sliding_window": null})", "c.json"));
+  try {
+    parse_hf_config(R"({"model_type": "qwen3", "vocab_size": 32, "hidden_size": 16, "intermediate_size": 32,
+      "num_hidden_layers": 1, "num_attention_heads": 2, "use_sliding_window": true, "sliding_window": 4})",
+                    "q.json");
+    FAIL();
+  } catch (const LoadError& e) {
+    EXPECT_NE(std::string(e.what()).find("use_sliding_window"), std::string::npos) << e.what();
+  }
+}
+
+TEST(HfConfig, UnsupportedModelTypeListsTheSupportedOnes) {
+  try {
+    parse_hf_config(R"({"model_type": "falcon"})", "f.json");
+    FAIL();
+  } catch (const LoadError& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("model_type 'falcon' is not supported"), std::string::npos) << m;
+    for (const char* t : {"gemma2", "gemma3_text", "qwen3", "gpt_neox", "olmo2", "phi3", "mixtral", "mistral"})
+      EXPECT_NE(m.find(t), std::string::npos) << t;
+  }
+}
+
+TEST(HfConfig, MistralWindowAndGemmaLayerPatternsAreRead) {
+  const ModelConfig mistral = parse_hf_config(
+      R"({"model_type": "mistral", "vocab_size": 32, "hidden_size": 16, "intermediate_size": 32,
+          "num_hidden_layers": 2, "num_attention_heads": 2, "sliding_window": 8})", "m.json");
+  EXPECT_EQ(mistral.sliding_window, 8);
+  EXPECT_TRUE(mistral.layer_slides(0) && mistral.layer_slides(1));
+  const ModelConfig g2 = read_hf_config(fixture_dir("gemma2") + "/config.json");
+  EXPECT_TRUE(g2.layer_slides(0));
+  EXPECT_FALSE(g2.layer_slides(1));
+  EXPECT_EQ(g2.attn_logit_softcap, 3.0);
+  EXPECT_EQ(g2.final_logit_softcap, 4.0);
+  const ModelConfig g3 = read_hf_config(fixture_dir("gemma3_text") + "/config.json");
+  EXPECT_TRUE(g3.layer_slides(0));
+  EXPECT_FALSE(g3.layer_slides(1));
+  EXPECT_EQ(g3.rope_local_theta, 10000.0);
+  EXPECT_EQ(g3.rope_scaling.type, "linear");
+}
+
+}  // namespace
+}  // namespace nnsight
