@@ -177,8 +177,9 @@ TEST(PagedAttention, SlidingWindowAndSoftcapEqualGenericPath) {
   at::manual_seed(11);
   const int64_t heads = 4, kvh = 2, d = 8, bs = 4;
   // Prefill of 9 (window 3 cuts most keys), a chunk after 5 cached, a decode after 7.
-  std::vector<batching::SeqSlot> slots = {{0, 9, {3, 0, 6}, true}, {5, 3, {1, 4}, true}, {7, 1, {2, 5}, true}};
-  auto meta = batching::build_batch_meta(slots, bs);
+  std::vector<batching::SeqSlot> slots = {testing::seq_slot(0, 9, {3, 0, 6}), testing::seq_slot(5, 3, {1, 4}),
+                                          testing::seq_slot(7, 1, {2, 5})};
+  auto meta = batching::flatten_slots(slots, bs).meta;
   KVCache cache = KVCache::allocate(7, bs, kvh, d, at::kFloat);
   cache.key.normal_();
   cache.value.normal_();

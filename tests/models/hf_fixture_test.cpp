@@ -23,12 +23,13 @@
 
 #include <nnsight/error.hpp>
 
-#include "batching/batch_meta.h"
+#include "batching/flattener.h"
 #include "core/hf/hf_config.h"
 #include "core/kv_cache.h"
 #include "core/safetensors/safetensors_file.h"
 #include "core/weight_source.h"
 #include "models/causal_lm.h"
+#include "support/seq_slots.h"
 #include "support/thread_ranks.h"
 
 namespace nnsight {
@@ -102,8 +103,12 @@ class PagedRun {
         s.blocks.push_back(free_.back());
         free_.pop_back();
       }
-      slots.push_back({s.cached, counts[i], s.blocks, true});
-      for (int64_t p = s.cached; p < need; ++p) ids.push_back(s.tokens[static_cast<size_t>(p)]);
+      std::vector<int32_t> new_tokens;
+      for (int64_t p = s.cached; p < need; ++p) {
+        ids.push_back(s.tokens[static_cast<size_t>(p)]);
+        new_tokens.push_back(static_cast<int32_t>(s.tokens[static_cast<size_t>(p)]));
+      }
+      slots.push_back(testing::seq_slot(s.cached, std::move(new_tokens), s.blocks));
     }
     out.layers.resize(layers.size());
     std::vector<HookHandle> handles;
@@ -113,8 +118,9 @@ class PagedRun {
         return std::optional<ModuleIO>();
       }));
     }
-    batching::BatchMeta meta = batching::build_batch_meta(slots, bs_);
-    out.hidden = model_.forward(at::tensor(ids, at::kLong), meta, kv_);
+    batching::FlatBatch batch = batching::flatten_slots(slots, bs_);
+    const batching::BatchMeta& meta = batch.meta;
+    out.hidden = model_.forward(batch.token_ids, meta, kv_);
     out.logits = model_.compute_logits(out.hidden, at::arange(meta.num_tokens, at::kLong));
     for (auto& h : handles) h.remove();
     for (size_t i = 0; i < seqs.size(); ++i) seqs[i].cached += counts[i];
