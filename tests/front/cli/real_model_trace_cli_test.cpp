@@ -124,7 +124,10 @@ TEST(RealModelTraceCli, TraceThatCanNeverBeAdmittedExitsAtOnceNamingTheLimit) {
   CliRun r = run_cli("trace --model " + model + " --max-num-seqs 2" + prompts);
   EXPECT_NE(r.status, 0);
   EXPECT_NE(r.errors.find("max_num_seqs is 2"), std::string::npos) << r.errors;
-  r = run_cli("trace --model " + model + " --max-num-batched-tokens 4" + prompts);
+  // Three prompts of three tokens each: one fits the budget of 4, the three together do not.
+  r = run_cli("trace --model " + model + " --max-num-batched-tokens 4 --prompt 'one two three' --prompt 'four five six'"
+              " --prompt 'seven eight nine' --graph " + quote(graph) + " --out " + quote(dir.file("y.safetensors")) +
+              " --no-progress");
   EXPECT_NE(r.status, 0);
   EXPECT_NE(r.errors.find("max_num_batched_tokens is 4"), std::string::npos) << r.errors;
   r = run_cli("trace --model " + model + " --kv-cache-mb 1 --max-tokens 4000" + prompts);
