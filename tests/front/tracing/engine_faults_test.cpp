@@ -128,7 +128,8 @@ TEST_F(EngineFaults, UnboundedAllocationFailsAtTheBudgetNamingTheNode) {
       outer(a, a).save();                                               // 9409 x 9409 floats: 354 MB
     });
   });
-  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+  // Without the budget this took 40 s and 11 GB on the real model; a bound, not a benchmark.
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(30));
   EXPECT_NE(e.find("outer"), std::string::npos) << e;
   EXPECT_NE(e.find("budget is 8.0 MiB"), std::string::npos) << e;
   EXPECT_NE(e.find("engine_faults_test.cpp"), std::string::npos) << e;
