@@ -8,6 +8,7 @@
 
 #include "core/gguf/gguf_weights.h"
 #include "core/hf/hf_checkpoint.h"
+#include "core/kernels/packed_linear.h"
 #include "core/weight_source.h"
 
 namespace nnsight {
@@ -33,7 +34,12 @@ std::unique_ptr<WeightSource> open_weights(const std::string& path, const OpenWe
   }
   if (S_ISDIR(st.st_mode)) return std::make_unique<HfCheckpoint>(path);
   if (S_ISREG(st.st_mode)) {
-    if (ends_with(path, ".gguf") || has_gguf_magic(path)) return std::make_unique<GgufWeights>(path, options.keep_packed);
+    if (ends_with(path, ".gguf") || has_gguf_magic(path)) {
+      // Without AVX-512 the packed kernel decodes through a scalar loop and
+      // is slower than the float32 path: dequantize at load there.
+      const bool packed = options.keep_packed && kernels::packed_path_available(kernels::PackedPath::Fused);
+      return std::make_unique<GgufWeights>(path, packed);
+    }
     if (ends_with(path, ".safetensors")) return std::make_unique<HfCheckpoint>(path);
   }
   throw LoadError(path +

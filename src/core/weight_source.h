@@ -63,7 +63,10 @@ class WeightSource {
 
 struct OpenWeightsOptions {
   // Serve block-quantized GGUF tensors packed (load_packed) instead of only
-  // dequantized. Off: load_packed always answers std::nullopt.
+  // dequantized, where this CPU has the fused packed kernels (AVX-512 F, BW,
+  // VL; elsewhere the portable packed path is slower than float32, so the
+  // weights are dequantized anyway). Off: load_packed always answers
+  // std::nullopt. (GgufWeights(path, true) serves packed tensors on any CPU.)
   bool keep_packed = false;
   OpenWeightsOptions& packed(bool v) { keep_packed = v; return *this; }
 };

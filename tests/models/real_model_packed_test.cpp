@@ -20,6 +20,8 @@
 #include "support/seq_slots.h"
 #include "core/kv_cache.h"
 #include "core/lazy_zeros.h"
+#include "core/gguf/gguf_weights.h"
+#include "core/kernels/packed_linear.h"
 #include "core/weight_source.h"
 #include "models/causal_lm.h"
 #include "models/llama.h"
@@ -79,8 +81,10 @@ bool bitwise_equal(const at::Tensor& a, const at::Tensor& b) {
          std::memcmp(a.data_ptr(), b.data_ptr(), static_cast<size_t>(a.nbytes())) == 0;
 }
 
+// GgufWeights directly: packed on every CPU (open_weights keeps weights
+// packed only where the AVX-512 kernels exist).
 std::shared_ptr<CausalLM> load(bool packed) {
-  auto source = open_weights(testing::default_model_path(), OpenWeightsOptions().packed(packed));
+  auto source = std::make_unique<GgufWeights>(testing::default_model_path(), packed);
   return load_causal_lm(*source, tp::ParallelContext{}, at::TensorOptions().dtype(at::kFloat));
 }
 
@@ -184,6 +188,7 @@ TEST(RealModelPacked, ASequencesLogitsAreTheSameAloneOrBatched) {
   }
 }
 
+// Through the engine (packed by default where the CPU has AVX-512).
 TEST(RealModelPacked, GreedyTextIsTheSameAsDequantizedOnFivePrompts) {
   const std::vector<std::string> prompts = {"The capital of France is", "1, 2, 3, 4,", "Once upon a time",
                                             "def fibonacci(n):", "The Eiffel Tower is located in the city of"};

@@ -31,7 +31,7 @@ constexpr int64_t kFusedMaxRows = 8;
 
 // The float buffer of the Tiles path: a block of decoded w rows about this
 // size, kept in L2 while every row tile of x passes over it.
-constexpr int64_t kBufferBytes = int64_t(192) << 10;
+constexpr int64_t kBufferBytes = int64_t(256) << 10;
 
 // Fused tiles ask for (into L1) the block this many bytes ahead of each row.
 constexpr int64_t kPrefetchBytes = 512;

@@ -472,3 +472,54 @@ TEST(GgufWeights, OpenWeightsPicksTheGgufLoader) {
 
 }  // namespace
 }  // namespace nnsight
+
+namespace nnsight {
+namespace {
+
+// Block-quantized tensors served packed (load_packed) decode to exactly what
+// load() serves, q/k rows included (through a row index), whole or sliced.
+TEST(GgufWeights, PackedTensorsEqualTheDequantizedLoads) {
+  ScratchDir dir;
+  at::manual_seed(8);
+  GgufWriter w;
+  w.kv_string("general.architecture", "llama")
+      .kv_u32("llama.block_count", 1)
+      .kv_u32("llama.embedding_length", kHidden)
+      .kv_u32("llama.feed_forward_length", kFfn)
+      .kv_u32("llama.attention.head_count", kHeads)
+      .kv_u32("llama.attention.head_count_kv", kKvHeads)
+      .kv_f32("llama.attention.layer_norm_rms_epsilon", 1e-5f)
+      .tensor("token_embd.weight", at::randn({kVocab, kHidden}), ggml::Q8_0)
+      .tensor("blk.0.attn_norm.weight", at::randn({kHidden}))
+      .tensor("blk.0.attn_q.weight", permute_like_llama_cpp(at::randn({kHeads * kHeadDim, kHidden}), kHeads),
+              ggml::Q8_0)
+      .tensor("blk.0.attn_k.weight", permute_like_llama_cpp(at::randn({kKvHeads * kHeadDim, kHidden}), kKvHeads),
+              ggml::Q8_0)
+      .tensor("blk.0.ffn_down.weight", at::randn({kHidden, kFfn}), ggml::Q8_0)
+      .write(dir.file("q8.gguf"));
+  GgufWeights packed(dir.file("q8.gguf"), /*keep_packed=*/true);
+  for (const std::string name : {"model.layers.0.self_attn.q_proj.weight", "model.layers.0.self_attn.k_proj.weight",
+                                 "model.layers.0.mlp.down_proj.weight", "lm_head.weight"}) {
+    SCOPED_TRACE(name);
+    std::optional<kernels::PackedMatrix> p = packed.load_packed(name);
+    ASSERT_TRUE(p.has_value());
+    EXPECT_EQ(p->type, kernels::PackedType::Q8_0);
+    EXPECT_TRUE(at::equal(p->dequantize(), packed.load(name)));
+    auto rows = packed.load_packed(name, ShardSlice::rows(3, 5));
+    ASSERT_TRUE(rows.has_value());
+    EXPECT_TRUE(at::equal(rows->dequantize(), packed.load(name, ShardSlice::rows(3, 5))));
+    auto cols = packed.load_packed(name, ShardSlice::cols(32, 32));
+    ASSERT_TRUE(cols.has_value());
+    EXPECT_TRUE(at::equal(cols->dequantize(), packed.load(name, ShardSlice::cols(32, 32))));
+    // A column slice that cuts blocks is not served packed.
+    EXPECT_FALSE(packed.load_packed(name, ShardSlice::cols(16, 32)).has_value());
+  }
+  // Float tensors, and sources not opened for packed weights, answer nullopt.
+  EXPECT_FALSE(packed.load_packed("model.layers.0.input_layernorm.weight").has_value());
+  EXPECT_FALSE(GgufWeights(dir.file("q8.gguf")).load_packed("lm_head.weight").has_value());
+  expect_load_error([&] { packed.load_packed("lm_head.weight", ShardSlice::rows(8, 5)); },
+                    {"q8.gguf", "lm_head.weight", "out of range"});
+}
+
+}  // namespace
+}  // namespace nnsight
