@@ -46,7 +46,6 @@ class GgufWeights final : public WeightSource {
     int64_t neox_qkv_heads = 0;
     // Added to every value (Gemma's norms: llama.cpp stores 1 + w).
     float offset = 0.f;
-    bool transformed() const { return permuted_heads > 0 || neox_qkv_heads > 0 || offset != 0.f; }
   };
   const Entry& entry(const std::string& name) const;
   void read_config();
