@@ -323,6 +323,32 @@ TEST(HfConfig, UnimplementedFieldIsAnErrorNamingIt) {
   }
 }
 
+// Configs as published checkpoints spell them (bookkeeping fields included) load.
+TEST(HfConfig, PublishedStyleConfigsLoad) {
+  const ModelConfig phi3 = parse_hf_config(R"({"architectures": ["Phi3ForCausalLM"], "auto_map": {"AutoConfig":
+      "configuration_phi3.Phi3Config"}, "attention_bias": false, "attention_dropout": 0.0, "bos_token_id": 1,
+      "embd_pdrop": 0.0, "eos_token_id": 32000, "hidden_act": "silu", "hidden_size": 3072, "initializer_range": 0.02,
+      "intermediate_size": 8192, "max_position_embeddings": 4096, "model_type": "phi3", "num_attention_heads": 32,
+      "num_hidden_layers": 32, "num_key_value_heads": 32, "original_max_position_embeddings": 4096,
+      "pad_token_id": 32000, "resid_pdrop": 0.0, "rms_norm_eps": 1e-05, "rope_scaling": null, "rope_theta": 10000.0,
+      "sliding_window": 2047, "tie_word_embeddings": false, "torch_dtype": "bfloat16",
+      "transformers_version": "4.40.2", "use_cache": true, "attention_bias": false, "vocab_size": 32064,
+      "_attn_implementation_autoset": true})", "phi3.json");
+  EXPECT_EQ(phi3.sliding_window, 2047);
+  EXPECT_TRUE(phi3.layer_slides(31));
+  const ModelConfig qwen = parse_hf_config(R"({"model_type": "qwen2", "vocab_size": 64, "hidden_size": 16,
+      "intermediate_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2, "use_mrope": false,
+      "use_sliding_window": false, "sliding_window": 32768, "max_window_layers": 21})", "q.json");
+  EXPECT_EQ(qwen.sliding_window, 0);  // use_sliding_window false: no window
+  EXPECT_THROW(parse_hf_config(R"({"model_type": "qwen2", "vocab_size": 64, "hidden_size": 16,
+      "intermediate_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2, "use_mrope": true})", "q.json"),
+               LoadError);
+  EXPECT_THROW(parse_hf_config(R"({"model_type": "gemma3_text", "vocab_size": 64, "hidden_size": 16,
+      "intermediate_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2, "attn_logit_softcapping": 50})",
+                               "g.json"),
+               LoadError);
+}
+
 TEST(HfConfig, UnsupportedModelTypeListsTheSupportedOnes) {
   try {
     parse_hf_config(R"({"model_type": "falcon"})", "f.json");

@@ -31,13 +31,36 @@ constexpr NamePair kGpt2Top[] = {{"token_embd", "transformer.wte"},
                                  {"output_norm", "transformer.ln_f"},
                                  {"output", "lm_head"}};
 
-template <size_t N>
-const char* lookup(const NamePair (&table)[N], const std::string& stem) {
-  for (const NamePair& p : table) {
-    if (stem == p.gguf) return p.hf;
-  }
-  return nullptr;
-}
+// Qwen3: Llama's names plus the per-head q/k norms.
+constexpr NamePair kQwen3Layer[] = {
+    {"attn_q", "self_attn.q_proj"},        {"attn_k", "self_attn.k_proj"},
+    {"attn_v", "self_attn.v_proj"},        {"attn_output", "self_attn.o_proj"},
+    {"attn_q_norm", "self_attn.q_norm"},   {"attn_k_norm", "self_attn.k_norm"},
+    {"ffn_gate", "mlp.gate_proj"},         {"ffn_up", "mlp.up_proj"},
+    {"ffn_down", "mlp.down_proj"},         {"attn_norm", "input_layernorm"},
+    {"ffn_norm", "post_attention_layernorm"},
+};
+// OLMo-2: no input norm; norms after each sublayer; whole-projection q/k norms.
+constexpr NamePair kOlmo2Layer[] = {
+    {"attn_q", "self_attn.q_proj"},        {"attn_k", "self_attn.k_proj"},
+    {"attn_v", "self_attn.v_proj"},        {"attn_output", "self_attn.o_proj"},
+    {"attn_q_norm", "self_attn.q_norm"},   {"attn_k_norm", "self_attn.k_norm"},
+    {"ffn_gate", "mlp.gate_proj"},         {"ffn_up", "mlp.up_proj"},
+    {"ffn_down", "mlp.down_proj"},         {"post_attention_norm", "post_attention_layernorm"},
+    {"post_ffw_norm", "post_feedforward_layernorm"},
+};
+// Phi-3: fused [q | k | v] and [gate | up].
+constexpr NamePair kPhi3Layer[] = {
+    {"attn_qkv", "self_attn.qkv_proj"}, {"attn_output", "self_attn.o_proj"}, {"ffn_up", "mlp.gate_up_proj"},
+    {"ffn_down", "mlp.down_proj"},      {"attn_norm", "input_layernorm"},    {"ffn_norm", "post_attention_layernorm"},
+};
+constexpr NamePair kGptNeoxLayer[] = {
+    {"attn_norm", "input_layernorm"},          {"attn_qkv", "attention.query_key_value"},
+    {"attn_output", "attention.dense"},        {"ffn_norm", "post_attention_layernorm"},
+    {"ffn_up", "mlp.dense_h_to_4h"},           {"ffn_down", "mlp.dense_4h_to_h"},
+};
+constexpr NamePair kGptNeoxTop[] = {
+    {"token_embd", "gpt_neox.embed_in"}, {"output_norm", "gpt_neox.final_layer_norm"}, {"output", "embed_out"}};
 
 bool ends_with(const std::string& s, const char* suffix) {
   size_t n = std::strlen(suffix);
@@ -48,9 +71,42 @@ bool ends_with(const std::string& s, const char* suffix) {
 
 std::optional<std::string> hf_name_from_gguf(const std::string& architecture,
                                              const std::string& gguf_name) {
-  bool llama = architecture == "llama";
-  bool gpt2 = architecture == "gpt2";
-  if (!llama && !gpt2) return std::nullopt;
+  // GGUF architecture -> (layer table, top table, layer prefix); gemma uses Llama's names.
+  const NamePair* layer_table = nullptr;
+  size_t layer_n = 0;
+  const NamePair* top_table = kLlamaTop;
+  size_t top_n = sizeof(kLlamaTop) / sizeof(kLlamaTop[0]);
+  std::string prefix = "model.layers.";
+  auto use = [&](const auto& table) {
+    layer_table = table;
+    layer_n = sizeof(table) / sizeof(table[0]);
+  };
+  if (architecture == "llama" || architecture == "gemma") {
+    use(kLlamaLayer);
+  } else if (architecture == "qwen3") {
+    use(kQwen3Layer);
+  } else if (architecture == "olmo2") {
+    use(kOlmo2Layer);
+  } else if (architecture == "phi3") {
+    use(kPhi3Layer);
+  } else if (architecture == "gptneox") {
+    use(kGptNeoxLayer);
+    top_table = kGptNeoxTop;
+    top_n = sizeof(kGptNeoxTop) / sizeof(kGptNeoxTop[0]);
+    prefix = "gpt_neox.layers.";
+  } else if (architecture == "gpt2") {
+    use(kGpt2Layer);
+    top_table = kGpt2Top;
+    top_n = sizeof(kGpt2Top) / sizeof(kGpt2Top[0]);
+    prefix = "transformer.h.";
+  } else {
+    return std::nullopt;
+  }
+  auto find = [](const NamePair* table, size_t n, const std::string& stem) -> const char* {
+    for (size_t i = 0; i < n; ++i)
+      if (stem == table[i].gguf) return table[i].hf;
+    return nullptr;
+  };
 
   std::string suffix;
   if (ends_with(gguf_name, ".weight")) {
@@ -71,11 +127,11 @@ std::optional<std::string> hf_name_from_gguf(const std::string& architecture,
     }
     if (layer.size() > 1 && layer[0] == '0') return std::nullopt;  // one spelling per layer
     std::string stem = base.substr(dot + 1);
-    const char* hf = llama ? lookup(kLlamaLayer, stem) : lookup(kGpt2Layer, stem);
+    const char* hf = find(layer_table, layer_n, stem);
     if (hf == nullptr) return std::nullopt;
-    return std::string(llama ? "model.layers." : "transformer.h.") + layer + "." + hf + suffix;
+    return prefix + layer + "." + hf + suffix;
   }
-  const char* hf = llama ? lookup(kLlamaTop, base) : lookup(kGpt2Top, base);
+  const char* hf = find(top_table, top_n, base);
   if (hf == nullptr) return std::nullopt;
   return std::string(hf) + suffix;
 }

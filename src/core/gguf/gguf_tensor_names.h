@@ -1,5 +1,6 @@
 // Mapping from llama.cpp's GGUF tensor names to Hugging Face parameter names
-// for the architectures the GGUF loader supports ("llama", "gpt2").
+// for the architectures the GGUF loader supports (llama.cpp spellings: "llama",
+// "gpt2", "qwen3", "olmo2", "phi3", "gptneox", "gemma").
 #pragma once
 
 #include <optional>

@@ -44,12 +44,16 @@ GgufWeights::GgufWeights(const std::string& path, bool keep_packed) : file_(path
 void GgufWeights::read_config() {
   const GgufFile& f = file_;
   const std::string arch = f.get_string("general.architecture");
-  if (arch != "llama" && arch != "gpt2") {
-    throw LoadError(f.path() + ": architecture '" + arch + "' is not supported (supported: llama, gpt2)");
+  if (arch != "llama" && arch != "gpt2" && arch != "qwen3" && arch != "olmo2" && arch != "phi3" &&
+      arch != "gptneox" && arch != "gemma") {
+    throw LoadError(f.path() + ": architecture '" + arch +
+                    "' is not supported (supported: llama, gpt2, qwen3, olmo2, phi3, gptneox, gemma; "
+                    "load other models from their Hugging Face directory)");
   }
   const std::string p = arch + ".";
   ModelConfig& c = config_;
-  c.architecture = arch;
+  gguf_arch_ = arch;
+  c.architecture = arch == "gptneox" ? "gpt_neox" : arch;
   c.name = f.get_string_or("general.name", basename_of(f.path()));
   c.num_layers = f.get_int(p + "block_count");
   c.hidden_size = f.get_int(p + "embedding_length");
@@ -78,12 +82,54 @@ void GgufWeights::read_config() {
     c.mlp_bias = true;
     return;
   }
+  if (arch == "gptneox") {
+    // Pythia: LayerNorm with biases, GELU (exact, as transformers' Pythia configs say).
+    c.norm_eps = f.get_float(p + "attention.layer_norm_epsilon");
+    c.hidden_act = "gelu";
+    c.attention_bias = true;
+    c.mlp_bias = true;
+    c.num_kv_heads = c.num_heads;
+    c.rope_theta = f.get_float_or(p + "rope.freq_base", c.rope_theta);
+    const int64_t rot = f.get_int_or(p + "rope.dimension_count", c.head_dim);
+    c.rotary_dim = rot == c.head_dim ? 0 : rot;
+    c.parallel_residual = f.get_bool_or(p + "use_parallel_residual", true);
+    return;
+  }
   c.norm_eps = f.get_float(p + "attention.layer_norm_rms_epsilon");
-  c.hidden_act = "silu";
+  c.hidden_act = arch == "gemma" ? "gelu_pytorch_tanh" : "silu";
   c.rope_theta = f.get_float_or(p + "rope.freq_base", c.rope_theta);
   c.attention_bias = f.find_tensor("blk.0.attn_q.bias") != nullptr;
   c.mlp_bias = f.find_tensor("blk.0.ffn_up.bias") != nullptr;
   const int64_t rot = f.get_int_or(p + "rope.dimension_count", c.head_dim);
+  if (arch == "phi3") {
+    if (f.find_tensor("blk.0.attn_qkv.bias") != nullptr) {
+      throw LoadError(f.path() + ": tensor 'blk.0.attn_qkv.bias': Phi-3 attention biases are not supported");
+    }
+    c.rotary_dim = rot == c.head_dim ? 0 : rot;
+    c.sliding_window = f.get_int_or(p + "attention.sliding_window", 0);
+    const GgufTensorInfo* lf = f.find_tensor("rope_factors_long.weight");
+    const GgufTensorInfo* sf = f.find_tensor("rope_factors_short.weight");
+    if ((lf == nullptr) != (sf == nullptr)) {
+      throw LoadError(f.path() + ": phi3 needs both rope_factors_long.weight and rope_factors_short.weight");
+    }
+    if (lf != nullptr) {
+      auto factors = [&](const GgufTensorInfo& t) {
+        at::Tensor v = f.dequantize(t).reshape({-1}).to(at::kDouble);  // [rotary_dim / 2]
+        return std::vector<double>(v.data_ptr<double>(), v.data_ptr<double>() + v.numel());
+      };
+      RopeScaling& r = c.rope_scaling;
+      r.type = "longrope";
+      r.long_factor = factors(*lf);
+      r.short_factor = factors(*sf);
+      r.original_max_position = f.get_int_or(p + "rope.scaling.original_context_length", c.max_position);
+      r.attention_factor = f.get_float_or(p + "rope.scaling.attn_factor", 1.0);
+      if (static_cast<int64_t>(r.long_factor.size()) != rot / 2 || r.short_factor.size() != r.long_factor.size()) {
+        throw LoadError(f.path() + ": rope_factors_*.weight must hold rope.dimension_count / 2 = " +
+                        std::to_string(rot / 2) + " values");
+      }
+    }
+    return;
+  }
   if (rot != c.head_dim) {
     throw LoadError(f.describe_key(p + "rope.dimension_count") + " = " + std::to_string(rot) +
                     ": partial rotary embeddings (head_dim " + std::to_string(c.head_dim) +
@@ -105,9 +151,11 @@ void GgufWeights::read_config() {
 }
 
 void GgufWeights::map_tensors() {
-  const std::string& arch = config_.architecture;
+  const std::string& arch = gguf_arch_;
   for (const GgufTensorInfo& info : file_.tensors()) {
     if (arch == "llama" && info.name == "rope_freqs.weight") continue;  // folded into config
+    if (arch == "phi3" && (info.name == "rope_factors_long.weight" || info.name == "rope_factors_short.weight"))
+      continue;  // folded into config
     std::optional<std::string> hf = hf_name_from_gguf(arch, info.name);
     if (!hf) {
       throw LoadError(file_.path() + ": tensor '" + info.name +
@@ -126,6 +174,15 @@ void GgufWeights::map_tensors() {
       if (stem.compare(0, 7, "attn_q.") == 0) e.permuted_heads = config_.num_heads;
       if (stem.compare(0, 7, "attn_k.") == 0) e.permuted_heads = config_.num_kv_heads;
     }
+    if (arch == "gemma" && (info.name.size() > 12 && info.name.compare(info.name.size() - 12, 12, "_norm.weight") == 0))
+      e.offset = -1.f;  // llama.cpp's converter stores Gemma's norm weights as 1 + w
+    if (arch == "gptneox" && layer >= 0 && info.name.find(".attn_qkv.") != std::string::npos) {
+      e.neox_qkv_heads = config_.num_heads;
+      if (info.torch_shape()[0] != 3 * config_.hidden_size) {
+        throw LoadError(file_.path() + ": tensor '" + info.name + "' should have " +
+                        std::to_string(3 * config_.hidden_size) + " rows");
+      }
+    }
     if (e.permuted_heads > 0) {
       const int64_t rows = info.torch_shape()[0];
       if (config_.head_dim <= 0 || rows != e.permuted_heads * config_.head_dim ||
@@ -139,10 +196,12 @@ void GgufWeights::map_tensors() {
     entries_.emplace(*hf, e);
   }
   if (config_.tie_word_embeddings) {
-    const std::string embed =
-        arch == "llama" ? "model.embed_tokens.weight" : "transformer.wte.weight";
-    order_.push_back("lm_head.weight");
-    entries_.emplace("lm_head.weight", entries_.at(embed));
+    const std::string embed = arch == "gpt2"      ? "transformer.wte.weight"
+                              : arch == "gptneox" ? "gpt_neox.embed_in.weight"
+                                                  : "model.embed_tokens.weight";
+    const std::string head = arch == "gptneox" ? "embed_out.weight" : "lm_head.weight";
+    order_.push_back(head);
+    entries_.emplace(head, entries_.at(embed));
   }
 }
 
@@ -190,10 +249,18 @@ at::Tensor GgufWeights::load(const std::string& name, ShardSlice slice) const {
   }
   auto whole = [&] {
     at::Tensor t = file_.dequantize(info);
-    return e.permuted_heads > 0 ? unpermute_qk_rows(t, e.permuted_heads) : t;
+    if (e.permuted_heads > 0) t = unpermute_qk_rows(t, e.permuted_heads);
+    if (e.neox_qkv_heads > 0) {
+      // [3 (q|k|v), heads, head_dim, ...] -> [heads, 3, head_dim, ...]: Hugging Face's per-head order.
+      std::vector<int64_t> split = {3, e.neox_qkv_heads, -1};
+      for (int64_t i = 1; i < t.dim(); ++i) split.push_back(t.size(i));
+      t = t.reshape(split).transpose(0, 1).reshape(t.sizes()).contiguous();
+    }
+    if (e.offset != 0.f) t = t + e.offset;
+    return t;
   };
   if (slice.is_whole()) return whole();
-  if (slice.dim == 1 || rank == 1) {
+  if (slice.dim == 1 || rank == 1 || e.neox_qkv_heads > 0 || e.offset != 0.f) {
     return whole().narrow(slice.dim, slice.start, slice.length).contiguous();
   }
   if (e.permuted_heads == 0) return read_outer(info, slice.start, slice.length);

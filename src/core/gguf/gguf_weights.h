@@ -1,5 +1,5 @@
 // GgufWeights: a WeightSource over a llama.cpp GGUF file (architectures
-// "llama" and "gpt2"). Serves tensors under Hugging Face names, dequantized to
+// "llama", "gpt2", "qwen3", "olmo2", "phi3", "gptneox", "gemma"). Serves tensors under Hugging Face names, dequantized to
 // float32, with the converter's q/k row permutation undone; the ModelConfig
 // and TokenizerSpec come from the file's metadata.
 #pragma once
@@ -46,6 +46,11 @@ class GgufWeights final : public WeightSource {
     const GgufTensorInfo* info = nullptr;
     // > 0 for q/k projections: the number of heads whose rows llama.cpp permuted.
     int64_t permuted_heads = 0;
+    // > 0 for GPT-NeoX's query_key_value: llama.cpp stores [q | k | v] blocks,
+    // Hugging Face interleaves them per head; the number of heads.
+    int64_t neox_qkv_heads = 0;
+    // Added to every value (Gemma's norms: llama.cpp stores 1 + w).
+    float offset = 0.f;
   };
   const Entry& entry(const std::string& name) const;
   void read_config();
@@ -54,6 +59,7 @@ class GgufWeights final : public WeightSource {
   at::Tensor read_outer(const GgufTensorInfo& info, int64_t start, int64_t length) const;
 
   GgufFile file_;
+  std::string gguf_arch_;  // general.architecture (llama.cpp's spelling: "gptneox")
   ModelConfig config_;
   std::vector<std::string> order_;
   std::unordered_map<std::string, Entry> entries_;

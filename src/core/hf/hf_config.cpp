@@ -100,7 +100,8 @@ const std::set<std::string>& harmless_keys() {
       "typical_p", "return_dict_in_generate", "cache_implementation", "output_router_logits",
       "router_aux_loss_coef", "router_jitter_noise", "pretraining_tp", "summary_type", "summary_use_proj",
       "summary_activation", "summary_proj_to_labels", "summary_first_dropout", "n_ctx",
-      "reorder_and_upcast_attn", "layer_norm_epsilon_unused", "keys_to_ignore_at_inference"};
+      "reorder_and_upcast_attn", "keys_to_ignore_at_inference", "auto_map", "attn_implementation",
+      "transformers.js_config", "unsloth_version", "unsloth_fixed"};
   return k;
 }
 
@@ -167,7 +168,8 @@ class TrackedFields : public Fields {
   // Throws LoadError naming the first key that is set (not null) and was never read.
   void reject_unused(const std::string& what, const std::string& model_type) const {
     for (auto it = j_.begin(); it != j_.end(); ++it) {
-      if (it->is_null() || used_.count(it.key()) || harmless_keys().count(it.key())) continue;
+      // Keys starting with '_' are bookkeeping (_name_or_path, _attn_implementation_autoset, ...).
+      if (it->is_null() || used_.count(it.key()) || harmless_keys().count(it.key()) || it.key()[0] == '_') continue;
       std::string shown = it->dump();
       if (shown.size() > 60) shown = shown.substr(0, 60) + "...";
       throw LoadError(what + ": field '" + it.key() + "' = " + shown + " is not implemented for model_type '" +
@@ -231,6 +233,9 @@ ModelConfig config_from_json(const json& j, const std::string& what) {
     if (model_type == "qwen2") c.attention_bias = true;
     if (model_type == "llama") c.mlp_bias = f.boolean("mlp_bias", false);
     if (model_type == "qwen2" || model_type == "qwen3" || model_type == "qwen3_moe") reject_qwen_window(f, what);
+    if (model_type == "qwen2" && f.boolean("use_mrope", false)) {
+      throw LoadError(what + ": field 'use_mrope' = true (multimodal rotary) is not implemented");
+    }
     if (model_type == "qwen3_moe") {
       c.num_experts = f.integer("num_experts", 128);
       c.num_experts_per_token = f.integer("num_experts_per_tok", 8);
