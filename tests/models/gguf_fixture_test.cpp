@@ -8,11 +8,12 @@
 
 #include <algorithm>
 
-#include "batching/batch_meta.h"
+#include "batching/flattener.h"
 #include "core/kv_cache.h"
 #include "core/safetensors/safetensors_file.h"
 #include "core/weight_source.h"
 #include "models/causal_lm.h"
+#include "support/seq_slots.h"
 
 namespace nnsight {
 namespace {
@@ -73,7 +74,7 @@ TEST_P(GgufFixture, LogitsAndLayersMatchTransformers) {
     const std::string ss = std::to_string(s);
     at::Tensor ids = ref.load("ids." + ss);
     const int64_t n = ids.numel();
-    auto meta = batching::build_batch_meta({{0, n, {2, 0, 5, 1, 4, 3}, true}}, 4);
+    auto meta = batching::flatten_slots({testing::seq_slot(0, n, {2, 0, 5, 1, 4, 3})}, 4).meta;
     auto kv = allocate_kv_caches(model->num_layers(), 6, 4, model->local_kv_heads(), model->head_dim(),
                                  model->options());
     at::Tensor hidden = model->forward(ids, meta, kv);
