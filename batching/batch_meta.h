@@ -22,7 +22,7 @@ struct BatchMeta {
   at::Tensor block_tables;  // int32 [num_seqs, max_blocks]: cache blocks of s, in order; 0-padded
 
   // ---- rows whose logits are computed this step (usually each sampling sequence's last row)
-  at::Tensor logits_rows;   // int64 [num_logits]
+  at::Tensor logits_rows;  // int64 [num_logits]
 
   int64_t num_tokens = 0;
   int64_t num_seqs = 0;

@@ -59,15 +59,15 @@ const FlatBatch& Flattener::flatten(const std::vector<const SeqSlot*>& slots) {
     if (nb > max_blocks || nb * block_size_ < ctx) {
       throw std::invalid_argument("Flattener: sequence " + std::to_string(s) + " (request " + std::to_string(r.id) +
                                   ") needs " + std::to_string(ctx) + " cache slots; its block table has " +
-                                  std::to_string(nb) + " blocks of " + std::to_string(block_size_) +
-                                  " (at most " + std::to_string(max_blocks) + " blocks)");
+                                  std::to_string(nb) + " blocks of " + std::to_string(block_size_) + " (at most " +
+                                  std::to_string(max_blocks) + " blocks)");
     }
     for (int64_t i = 0; i < n; ++i) {
       const int64_t p = r.num_computed + i;
       tok[row + i] = r.token_ids[static_cast<size_t>(i)];
       pos[row + i] = p;
-      slot[row + i] = static_cast<int64_t>(r.block_table[static_cast<size_t>(p / block_size_)]) * block_size_ +
-                      p % block_size_;
+      slot[row + i] =
+          static_cast<int64_t>(r.block_table[static_cast<size_t>(p / block_size_)]) * block_size_ + p % block_size_;
     }
     std::copy(r.block_table.begin(), r.block_table.end(), bt + s * max_blocks);
     std::fill(bt + s * max_blocks + nb, bt + (s + 1) * max_blocks, 0);

@@ -105,13 +105,20 @@ int main(int argc, char** argv) {
   o.model = bench::default_model_path();
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i], v = argv[i + 1];
-    if (a == "--model") o.model = v;
-    else if (a == "--requests") o.requests = std::atoi(v.c_str());
-    else if (a == "--prompt-len") o.prompt_len = std::atoi(v.c_str());
-    else if (a == "--rounds") o.rounds = std::atoi(v.c_str());
-    else if (a == "--steps-per-round") o.steps_per_round = std::atoi(v.c_str());
-    else if (a == "--one-layer") o.one_layer = std::atoi(v.c_str());
-    else if (a == "--threads") o.threads = std::atoi(v.c_str());
+    if (a == "--model")
+      o.model = v;
+    else if (a == "--requests")
+      o.requests = std::atoi(v.c_str());
+    else if (a == "--prompt-len")
+      o.prompt_len = std::atoi(v.c_str());
+    else if (a == "--rounds")
+      o.rounds = std::atoi(v.c_str());
+    else if (a == "--steps-per-round")
+      o.steps_per_round = std::atoi(v.c_str());
+    else if (a == "--one-layer")
+      o.one_layer = std::atoi(v.c_str());
+    else if (a == "--threads")
+      o.threads = std::atoi(v.c_str());
     else {
       std::fprintf(stderr, "capture_bench: unknown option %s\n", a.c_str());
       return 2;
@@ -125,7 +132,10 @@ int main(int argc, char** argv) {
   const std::string path = resolve_model_path(o.model);
 
   const int64_t tokens_needed = int64_t(o.requests) * (o.prompt_len + o.rounds * o.steps_per_round + 8);
-  EngineArgs base = EngineArgs().model(o.model).show_progress(false).max_num_seqs(o.requests)
+  EngineArgs base = EngineArgs()
+                        .model(o.model)
+                        .show_progress(false)
+                        .max_num_seqs(o.requests)
                         .max_num_batched_tokens(std::max(2048, o.requests * o.prompt_len))
                         .num_kv_blocks(tokens_needed / 16 + o.requests + 8);
   const std::string pid = std::to_string(::getpid());
@@ -141,10 +151,21 @@ int main(int argc, char** argv) {
   settings.push_back({"off", EngineArgs(base).capture_enabled(false), nullptr, nullptr, {}, 0});
   // A second engine without capture: its ratio to "off" is the noise floor.
   settings.push_back({"off (control)", EngineArgs(base).capture_enabled(false), nullptr, nullptr, {}, 0});
-  settings.push_back({"1 layer", EngineArgs(base).capture_enabled(true).capture_layers(std::to_string(o.one_layer))
-                                     .engine_id("bench-" + pid + "-one"), nullptr, nullptr, {}, 0});
-  settings.push_back({"all layers", EngineArgs(base).capture_enabled(true).engine_id("bench-" + pid + "-all"), nullptr,
-                      nullptr, {}, 0});
+  settings.push_back({"1 layer",
+                      EngineArgs(base)
+                          .capture_enabled(true)
+                          .capture_layers(std::to_string(o.one_layer))
+                          .engine_id("bench-" + pid + "-one"),
+                      nullptr,
+                      nullptr,
+                      {},
+                      0});
+  settings.push_back({"all layers",
+                      EngineArgs(base).capture_enabled(true).engine_id("bench-" + pid + "-all"),
+                      nullptr,
+                      nullptr,
+                      {},
+                      0});
   // One model object for all engines, so every setting runs on the same
   // weights in the same memory (separate copies differed by several percent
   // from placement alone). Each capture engine's hooks fire in the other
@@ -180,11 +201,13 @@ int main(int argc, char** argv) {
   // layer and the ring appends of every record.
   {
     const int64_t hidden = settings[0].model->config().hidden_size;
-    at::Tensor y = at::randn({o.requests, hidden});             // a layer's output at decode: [T, hidden]
+    at::Tensor y = at::randn({o.requests, hidden});  // a layer's output at decode: [T, hidden]
     at::Tensor rows = at::arange(o.requests, at::kLong);
     at::Tensor staging = at::empty({layers, o.requests, hidden});
-    capture::RingWriter ring(capture::RingOptions().with_engine_id("bench-" + pid + "-micro")
-                                 .with_buffer_bytes(256ull << 20).with_hidden_size(hidden));
+    capture::RingWriter ring(capture::RingOptions()
+                                 .with_engine_id("bench-" + pid + "-micro")
+                                 .with_buffer_bytes(256ull << 20)
+                                 .with_hidden_size(hidden));
     double best_select = 1e30, best_write = 1e30;
     for (int rep = 0; rep < 20; ++rep) {
       auto t0 = clock::now();
@@ -211,9 +234,10 @@ int main(int argc, char** argv) {
     double off_step = 0;
     for (double t : settings[0].round_seconds) off_step += t;
     off_step /= o.rounds * o.steps_per_round;
-    std::printf("capture work of one step at %d requests x %d layers, alone (best of 20): index_select %.3f ms, "
-                "ring writes %.3f ms; a decode step without capture took %.1f ms on average\n\n",
-                o.requests, layers, best_select * 1e3, best_write * 1e3, off_step * 1e3);
+    std::printf(
+        "capture work of one step at %d requests x %d layers, alone (best of 20): index_select %.3f ms, "
+        "ring writes %.3f ms; a decode step without capture took %.1f ms on average\n\n",
+        o.requests, layers, best_select * 1e3, best_write * 1e3, off_step * 1e3);
   }
   std::printf("| capture | decode tok/s (all rounds) | ratio to off, per round | median ratio |\n|---|---|---|---|\n");
   for (auto& s : settings) {

@@ -32,16 +32,16 @@ const at::Tensor& steering_vector() {
 dsl::Graph build_typical() {
   auto b = std::make_shared<dsl::GraphBuilder>(1, 0);
   SourceLoc loc{"examples/steering.cpp", 21};
-  NodeId h = b->get("model.layers.5.output", StepSpec::fixed(0), loc);       // 0
-  NodeId v = b->constant(Value(steering_vector()), loc);                      // 1
-  NodeId k = b->constant(Value::real(4.0), loc);                              // 2
-  NodeId kv = b->op("mul", {v, k}, loc);                                       // 3
-  NodeId sum = b->op("add", {h, kv}, loc);                                     // 4
-  b->set("model.layers.5.output", StepSpec::fixed(0), sum, loc);              // 5
-  NodeId lg = b->get("logits", StepSpec::fixed(0), loc);                      // 6
-  NodeId dim = b->constant(Value::integer(-1), loc);                          // 7
-  NodeId p = b->op("softmax", {lg, dim}, loc);                                 // 8
-  b->save(p, "probs", dsl::SaveMode::Replace, loc);                           // 9
+  NodeId h = b->get("model.layers.5.output", StepSpec::fixed(0), loc);  // 0
+  NodeId v = b->constant(Value(steering_vector()), loc);                // 1
+  NodeId k = b->constant(Value::real(4.0), loc);                        // 2
+  NodeId kv = b->op("mul", {v, k}, loc);                                // 3
+  NodeId sum = b->op("add", {h, kv}, loc);                              // 4
+  b->set("model.layers.5.output", StepSpec::fixed(0), sum, loc);        // 5
+  NodeId lg = b->get("logits", StepSpec::fixed(0), loc);                // 6
+  NodeId dim = b->constant(Value::integer(-1), loc);                    // 7
+  NodeId p = b->op("softmax", {lg, dim}, loc);                          // 8
+  b->save(p, "probs", dsl::SaveMode::Replace, loc);                     // 9
   return b->finish();
 }
 
@@ -50,7 +50,8 @@ dsl::Graph build_typical_with_proxies() {
   auto b = std::make_shared<dsl::GraphBuilder>(1, 0);
   SourceLoc loc{"envoy", 0};
   Proxy h(b, b->get("model.layers.5.output", StepSpec::fixed(0), loc));
-  Proxy(b, b->get("model.layers.5.output", StepSpec::fixed(0), loc)) = h + Proxy(b, b->constant(Value(steering_vector()), loc)) * 4.0;
+  Proxy(b, b->get("model.layers.5.output", StepSpec::fixed(0), loc)) =
+      h + Proxy(b, b->constant(Value(steering_vector()), loc)) * 4.0;
   Proxy logits(b, b->get("logits", StepSpec::fixed(0), loc));
   logits.softmax(-1).save("probs");
   return b->finish();

@@ -69,7 +69,7 @@ struct Shape {
 std::vector<Shape> step_shapes(const ModelConfig& c) {
   const int64_t h = c.hidden_size, kv = c.num_kv_heads * c.head_dim, q = c.num_heads * c.head_dim;
   const int64_t L = c.num_layers;
-  return {{h, q, L}, {h, kv, 2 * L}, {q, h, L}, {h, c.intermediate_size, 2 * L}, {c.intermediate_size, h, L},
+  return {{h, q, L},           {h, kv, 2 * L}, {q, h, L}, {h, c.intermediate_size, 2 * L}, {c.intermediate_size, h, L},
           {h, c.vocab_size, 1}};
 }
 
@@ -128,15 +128,24 @@ int main(int argc, char** argv) {
   int64_t prompt_len = 64, steps = 24, threads = 0, prefill_len = 128, skip_floors = 0;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i], v = argv[i + 1];
-    if (a == "--model") model_path = v;
-    else if (a == "--dtypes") dtypes = split(v);
-    else if (a == "--batches") batches = parse_list(v);
-    else if (a == "--prompt-len") prompt_len = std::stoll(v);
-    else if (a == "--steps") steps = std::stoll(v);
-    else if (a == "--threads") threads = std::stoll(v);
-    else if (a == "--weights") weights = split(v);
-    else if (a == "--prefill-len") prefill_len = std::stoll(v);
-    else if (a == "--skip-floors") skip_floors = std::stoll(v);
+    if (a == "--model")
+      model_path = v;
+    else if (a == "--dtypes")
+      dtypes = split(v);
+    else if (a == "--batches")
+      batches = parse_list(v);
+    else if (a == "--prompt-len")
+      prompt_len = std::stoll(v);
+    else if (a == "--steps")
+      steps = std::stoll(v);
+    else if (a == "--threads")
+      threads = std::stoll(v);
+    else if (a == "--weights")
+      weights = split(v);
+    else if (a == "--prefill-len")
+      prefill_len = std::stoll(v);
+    else if (a == "--skip-floors")
+      skip_floors = std::stoll(v);
     else {
       std::fprintf(stderr, "unknown option %s\n", a.c_str());
       return 2;
@@ -148,81 +157,81 @@ int main(int argc, char** argv) {
   std::printf("machine: %d intra-op threads; copy bandwidth %.1f GB/s\n", at::get_num_threads(), bw / 1e9);
 
   for (const auto& dtype : dtypes)
-  for (const auto& wmode : weights) {
-    const std::string tag = dtype + "/" + wmode;
-    EngineArgs args = EngineArgs()
-                          .model(model_path)
-                          .dtype(dtype)
-                          .dequantize(wmode == "dequantized")
-                          .max_num_seqs(64)
-                          .max_num_batched_tokens(4096)
-                          .enable_prefix_caching(false)
-                          .kv_cache_memory_mb(1024)
-                          .show_progress(false);
-    runner::Engine engine(args);
-    auto& exec = dynamic_cast<runner::InProcExecutor&>(engine.executor());
-    CausalLM& model = exec.runner().model();
-    const ModelConfig& cfg = model.config();
-    const at::ScalarType dt = dtype == "bfloat16" ? at::kBFloat16 : at::kFloat;
-    const int64_t wbytes = weight_bytes(model);
-    const double mem_floor = static_cast<double>(wbytes) / bw;
-    std::mt19937_64 rng(1);
+    for (const auto& wmode : weights) {
+      const std::string tag = dtype + "/" + wmode;
+      EngineArgs args = EngineArgs()
+                            .model(model_path)
+                            .dtype(dtype)
+                            .dequantize(wmode == "dequantized")
+                            .max_num_seqs(64)
+                            .max_num_batched_tokens(4096)
+                            .enable_prefix_caching(false)
+                            .kv_cache_memory_mb(1024)
+                            .show_progress(false);
+      runner::Engine engine(args);
+      auto& exec = dynamic_cast<runner::InProcExecutor&>(engine.executor());
+      CausalLM& model = exec.runner().model();
+      const ModelConfig& cfg = model.config();
+      const at::ScalarType dt = dtype == "bfloat16" ? at::kBFloat16 : at::kFloat;
+      const int64_t wbytes = weight_bytes(model);
+      const double mem_floor = static_cast<double>(wbytes) / bw;
+      std::mt19937_64 rng(1);
 
-    // Prefill at batch 1: one prefill_len-token prompt, its first step.
-    double prefill_best = 1e30;
-    for (int rep = 0; rep < 3; ++rep) {
-      runner::RequestInput in;
-      in.prompt_token_ids = random_prompt(rng, prefill_len, cfg.vocab_size);
-      in.params = SamplingParams().temperature(0).max_tokens(1).ignore_eos(true);
-      engine.add_request(in);
-      const auto t0 = clock_type::now();
-      engine.step();
-      prefill_best = std::min(prefill_best, seconds_since(t0));
-      while (engine.has_unfinished()) engine.step();
-    }
-    const double prefill_floor =
-        skip_floors != 0 ? mem_floor : std::max(mem_floor, blas_step_seconds(cfg, prefill_len, dt));
-    std::printf("\n## %s: weights %.1f MB, memory floor %.1f ms/step\n", tag.c_str(), wbytes / 1e6, mem_floor * 1e3);
-    std::printf("prefill %lld tokens at batch 1: %.1f ms = %.0f tokens/s (compute floor %.1f ms, ratio %.2f)\n",
-                static_cast<long long>(prefill_len), prefill_best * 1e3, prefill_len / prefill_best,
-                prefill_floor * 1e3, prefill_best / prefill_floor);
-    std::printf("RESULT %s weight_mb %.2f\nRESULT %s prefill_tps %.2f\n", tag.c_str(), wbytes / 1e6, tag.c_str(),
-                prefill_len / prefill_best);
-    std::printf("| batch | step ms (median) | tokens/s | memory floor ms | compute floor ms | ratio to larger |\n");
-    std::printf("|---|---|---|---|---|---|\n");
-
-    for (int64_t b : batches) {
-      std::vector<runner::RequestInput> reqs;
-      for (int64_t i = 0; i < b; ++i) {
+      // Prefill at batch 1: one prefill_len-token prompt, its first step.
+      double prefill_best = 1e30;
+      for (int rep = 0; rep < 3; ++rep) {
         runner::RequestInput in;
-        in.prompt_token_ids = random_prompt(rng, prompt_len, cfg.vocab_size);
-        in.params = SamplingParams().temperature(0).max_tokens(steps + 4).ignore_eos(true);
-        reqs.push_back(in);
-      }
-      engine.add_requests(reqs);
-      // Prefill everything (and one warm-up decode), then time pure decode steps.
-      for (int i = 0; i < 2; ++i) engine.step();
-      std::vector<double> times;
-      for (int64_t s = 0; s < steps; ++s) {
+        in.prompt_token_ids = random_prompt(rng, prefill_len, cfg.vocab_size);
+        in.params = SamplingParams().temperature(0).max_tokens(1).ignore_eos(true);
+        engine.add_request(in);
         const auto t0 = clock_type::now();
-        auto outs = engine.step();
-        times.push_back(seconds_since(t0));
-        if (static_cast<int64_t>(outs.size()) != b) {
-          std::fprintf(stderr, "step %lld carried %zu requests, expected %lld\n", static_cast<long long>(s),
-                       outs.size(), static_cast<long long>(b));
-        }
+        engine.step();
+        prefill_best = std::min(prefill_best, seconds_since(t0));
+        while (engine.has_unfinished()) engine.step();
       }
-      while (engine.has_unfinished()) engine.step();
-      std::sort(times.begin(), times.end());
-      const double med = times[times.size() / 2];
-      const double compute_floor = skip_floors != 0 ? 0.0 : blas_step_seconds(cfg, b, dt);
-      const double floor = std::max(mem_floor, compute_floor);
-      std::printf("| %lld | %.1f | %.1f | %.1f | %.1f | %.2f |\n", static_cast<long long>(b), med * 1e3, b / med,
-                  mem_floor * 1e3, compute_floor * 1e3, med / floor);
-      std::printf("RESULT %s decode_tps_b%lld %.2f\n", tag.c_str(), static_cast<long long>(b), b / med);
-      std::fflush(stdout);
+      const double prefill_floor =
+          skip_floors != 0 ? mem_floor : std::max(mem_floor, blas_step_seconds(cfg, prefill_len, dt));
+      std::printf("\n## %s: weights %.1f MB, memory floor %.1f ms/step\n", tag.c_str(), wbytes / 1e6, mem_floor * 1e3);
+      std::printf("prefill %lld tokens at batch 1: %.1f ms = %.0f tokens/s (compute floor %.1f ms, ratio %.2f)\n",
+                  static_cast<long long>(prefill_len), prefill_best * 1e3, prefill_len / prefill_best,
+                  prefill_floor * 1e3, prefill_best / prefill_floor);
+      std::printf("RESULT %s weight_mb %.2f\nRESULT %s prefill_tps %.2f\n", tag.c_str(), wbytes / 1e6, tag.c_str(),
+                  prefill_len / prefill_best);
+      std::printf("| batch | step ms (median) | tokens/s | memory floor ms | compute floor ms | ratio to larger |\n");
+      std::printf("|---|---|---|---|---|---|\n");
+
+      for (int64_t b : batches) {
+        std::vector<runner::RequestInput> reqs;
+        for (int64_t i = 0; i < b; ++i) {
+          runner::RequestInput in;
+          in.prompt_token_ids = random_prompt(rng, prompt_len, cfg.vocab_size);
+          in.params = SamplingParams().temperature(0).max_tokens(steps + 4).ignore_eos(true);
+          reqs.push_back(in);
+        }
+        engine.add_requests(reqs);
+        // Prefill everything (and one warm-up decode), then time pure decode steps.
+        for (int i = 0; i < 2; ++i) engine.step();
+        std::vector<double> times;
+        for (int64_t s = 0; s < steps; ++s) {
+          const auto t0 = clock_type::now();
+          auto outs = engine.step();
+          times.push_back(seconds_since(t0));
+          if (static_cast<int64_t>(outs.size()) != b) {
+            std::fprintf(stderr, "step %lld carried %zu requests, expected %lld\n", static_cast<long long>(s),
+                         outs.size(), static_cast<long long>(b));
+          }
+        }
+        while (engine.has_unfinished()) engine.step();
+        std::sort(times.begin(), times.end());
+        const double med = times[times.size() / 2];
+        const double compute_floor = skip_floors != 0 ? 0.0 : blas_step_seconds(cfg, b, dt);
+        const double floor = std::max(mem_floor, compute_floor);
+        std::printf("| %lld | %.1f | %.1f | %.1f | %.1f | %.2f |\n", static_cast<long long>(b), med * 1e3, b / med,
+                    mem_floor * 1e3, compute_floor * 1e3, med / floor);
+        std::printf("RESULT %s decode_tps_b%lld %.2f\n", tag.c_str(), static_cast<long long>(b), b / med);
+        std::fflush(stdout);
+      }
     }
-  }
 
   // bf16 versus fp32 logits on the same prompt (every position).
   if (std::find(dtypes.begin(), dtypes.end(), "bfloat16") != dtypes.end()) {
@@ -248,8 +257,9 @@ int main(int argc, char** argv) {
     const double max_diff = (a - b).abs().max().item<double>();
     const double mean_diff = (a - b).abs().mean().item<double>();
     const double agree = (a.argmax(1) == b.argmax(1)).to(at::kFloat).mean().item<double>();
-    std::printf("\nbf16 vs fp32 logits over %lld positions: max |diff| %.3f, mean |diff| %.4f, argmax agreement %.1f%%\n",
-                static_cast<long long>(n), max_diff, mean_diff, 100 * agree);
+    std::printf(
+        "\nbf16 vs fp32 logits over %lld positions: max |diff| %.3f, mean |diff| %.4f, argmax agreement %.1f%%\n",
+        static_cast<long long>(n), max_diff, mean_diff, 100 * agree);
   }
   return 0;
 }

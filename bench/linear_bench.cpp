@@ -35,8 +35,11 @@ struct Shape {
 };
 
 // The default model's linear layers: hidden 576, KV 3 x 64, FFN 1536, vocab 49152 (tied head).
-const Shape kShapes[] = {{"q_proj/o_proj", 576, 576},  {"k_proj/v_proj", 576, 192}, {"gate/up_proj", 576, 1536},
-                         {"down_proj", 1536, 576},     {"lm_head", 576, 49152}};
+const Shape kShapes[] = {{"q_proj/o_proj", 576, 576},
+                         {"k_proj/v_proj", 576, 192},
+                         {"gate/up_proj", 576, 1536},
+                         {"down_proj", 1536, 576},
+                         {"lm_head", 576, 49152}};
 const int64_t kDecodeRows[] = {1, 2, 4, 8, 16};
 const int64_t kMidRows[] = {32, 64};
 const int64_t kPrefillRows[] = {128, 512, 2048};
@@ -95,8 +98,8 @@ void run_linear(benchmark::State& state, int64_t m, int64_t k, int64_t n, at::Sc
   }
   const double weight_bytes = static_cast<double>(k * n) * static_cast<double>(c10::elementSize(dt));
   state.SetBytesProcessed(static_cast<int64_t>(weight_bytes) * state.iterations());
-  state.counters["FLOPS"] = benchmark::Counter(2.0 * static_cast<double>(m * k * n) * static_cast<double>(state.iterations()),
-                                               benchmark::Counter::kIsRate);
+  state.counters["FLOPS"] = benchmark::Counter(
+      2.0 * static_cast<double>(m * k * n) * static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
   state.counters["copy_Bps"] = g_copy_bps;
 }
 
@@ -110,8 +113,8 @@ void register_all() {
       const std::string dts = dt == at::kFloat ? "f32" : "bf16";
       for (int64_t m : rows) {
         for (bool ours : {true, false}) {
-          const std::string name = std::string("linear/") + s.name + "/" + dts + "/M=" + std::to_string(m) +
-                                   (ours ? "/ours" : "/at_linear");
+          const std::string name =
+              std::string("linear/") + s.name + "/" + dts + "/M=" + std::to_string(m) + (ours ? "/ours" : "/at_linear");
           registry()[name] = Meta{s.name, m, s.k, s.n, dts, ours};
           registration_order().push_back(name);
           const int64_t k = s.k, n = s.n;
@@ -143,9 +146,12 @@ class TableReporter : public benchmark::ConsoleReporter {
   void Finalize() override {
     ConsoleReporter::Finalize();
     g_copy_bps = std::max(g_copy_bps, nnsight::bench::measure_copy_bandwidth());
-    std::printf("\ncopy bandwidth (memcpy, 2*bytes/time, best of the runs before and after): %.1f GB/s\n", g_copy_bps / 1e9);
+    std::printf("\ncopy bandwidth (memcpy, 2*bytes/time, best of the runs before and after): %.1f GB/s\n",
+                g_copy_bps / 1e9);
     std::printf("threads: %d\n\n", at::get_num_threads());
-    std::printf("| shape [K->N] | M | dtype | ours (us) | at::linear (us) | ours GB/s | at::linear GB/s | ours GFLOP/s | at::linear GFLOP/s | floor | ratio |\n");
+    std::printf(
+        "| shape [K->N] | M | dtype | ours (us) | at::linear (us) | ours GB/s | at::linear GB/s | ours GFLOP/s | "
+        "at::linear GFLOP/s | floor | ratio |\n");
     std::printf("|---|---|---|---|---|---|---|---|---|---|---|\n");
     for (const std::string& name : registration_order()) {
       const Meta& meta = registry().at(name);
@@ -155,7 +161,8 @@ class TableReporter : public benchmark::ConsoleReporter {
       if (a == best_us_.end() || b == best_us_.end()) continue;
       const double bytes = static_cast<double>(meta.k * meta.n) * (meta.dtype == "f32" ? 4.0 : 2.0);
       const double flops = 2.0 * static_cast<double>(meta.m * meta.k * meta.n);
-      const double gbs = bytes / a->second / 1e3, gbs_at = bytes / b->second / 1e3, gf = flops / a->second / 1e3, gf_at = flops / b->second / 1e3;
+      const double gbs = bytes / a->second / 1e3, gbs_at = bytes / b->second / 1e3, gf = flops / a->second / 1e3,
+                   gf_at = flops / b->second / 1e3;
       char floor[64], ratio[64];
       if (meta.m <= 16) {  // memory-bound: against the copy bandwidth
         std::snprintf(floor, sizeof floor, "copy %.1f GB/s", g_copy_bps / 1e9);
@@ -164,9 +171,10 @@ class TableReporter : public benchmark::ConsoleReporter {
         std::snprintf(floor, sizeof floor, "at::linear");
         std::snprintf(ratio, sizeof ratio, "time %.2fx", a->second / b->second);
       }
-      std::printf("| %s [%lld->%lld] | %lld | %s | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %s | %s |\n", meta.shape.c_str(),
-                  static_cast<long long>(meta.k), static_cast<long long>(meta.n), static_cast<long long>(meta.m),
-                  meta.dtype.c_str(), a->second, b->second, gbs, gbs_at, gf, gf_at, floor, ratio);
+      std::printf("| %s [%lld->%lld] | %lld | %s | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %s | %s |\n",
+                  meta.shape.c_str(), static_cast<long long>(meta.k), static_cast<long long>(meta.n),
+                  static_cast<long long>(meta.m), meta.dtype.c_str(), a->second, b->second, gbs, gbs_at, gf, gf_at,
+                  floor, ratio);
     }
   }
 

@@ -85,7 +85,8 @@ struct Tensor {
 void write_model(const std::string& path, const Shapes& s, const std::string& tokenizer_from) {
   GgufFile tok(tokenizer_from);
   std::vector<std::string> tokens = tok.at("tokenizer.ggml.tokens").as_string_array("tokens");
-  for (int64_t i = static_cast<int64_t>(tokens.size()); i < s.vocab; ++i) tokens.push_back("<|synthetic_" + std::to_string(i) + "|>");
+  for (int64_t i = static_cast<int64_t>(tokens.size()); i < s.vocab; ++i)
+    tokens.push_back("<|synthetic_" + std::to_string(i) + "|>");
   std::vector<std::string> merges = tok.at("tokenizer.ggml.merges").as_string_array("merges");
 
   std::vector<Tensor> ts;
@@ -178,7 +179,9 @@ int64_t status_kb(const char* key) {
   return -1;
 }
 
-double seconds_since(clock_type::time_point t0) { return std::chrono::duration<double>(clock_type::now() - t0).count(); }
+double seconds_since(clock_type::time_point t0) {
+  return std::chrono::duration<double>(clock_type::now() - t0).count();
+}
 
 }  // namespace
 
@@ -189,11 +192,16 @@ int main(int argc, char** argv) {
   Shapes shapes;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i], v = argv[i + 1];
-    if (a == "--out") dir = v;
-    else if (a == "--steps") steps = std::stoll(v);
-    else if (a == "--threads") threads = std::stoll(v);
-    else if (a == "--layers") shapes.layers = std::stoll(v);
-    else if (a == "--generate-only") generate_only = std::stoll(v);
+    if (a == "--out")
+      dir = v;
+    else if (a == "--steps")
+      steps = std::stoll(v);
+    else if (a == "--threads")
+      threads = std::stoll(v);
+    else if (a == "--layers")
+      shapes.layers = std::stoll(v);
+    else if (a == "--generate-only")
+      generate_only = std::stoll(v);
     else if (a == "--batches") {
       batches.clear();
       std::stringstream ss(v);
@@ -223,12 +231,9 @@ int main(int argc, char** argv) {
   c10::InferenceMode guard;
   const int64_t rss0 = status_kb("VmRSS:");
   const auto t0 = clock_type::now();
-  runner::Engine engine(EngineArgs()
-                            .model(path)
-                            .max_num_seqs(64)
-                            .kv_cache_memory_mb(256)
-                            .enable_prefix_caching(false)
-                            .show_progress(false));
+  runner::Engine engine(
+      EngineArgs().model(path).max_num_seqs(64).kv_cache_memory_mb(256).enable_prefix_caching(false).show_progress(
+          false));
   const double load_s = seconds_since(t0);
   std::printf("load: %.2f s, resident %.2f GB -> %.2f GB\n", load_s, rss0 / 1e6, status_kb("VmRSS:") / 1e6);
   std::mt19937_64 rng(3);
@@ -252,10 +257,11 @@ int main(int argc, char** argv) {
     while (engine.has_unfinished()) engine.step();
     std::sort(times.begin(), times.end());
     const double med = times[times.size() / 2];
-    std::printf("batch %lld: decode step %.1f ms (median of %lld) = %.2f tokens/s; resident %.2f GB (peak %.2f GB, "
-                "%.2fx the file)\n",
-                static_cast<long long>(b), med * 1e3, static_cast<long long>(steps), b / med,
-                status_kb("VmRSS:") / 1e6, status_kb("VmHWM:") / 1e6, status_kb("VmHWM:") / 1e6 / file_gb);
+    std::printf(
+        "batch %lld: decode step %.1f ms (median of %lld) = %.2f tokens/s; resident %.2f GB (peak %.2f GB, "
+        "%.2fx the file)\n",
+        static_cast<long long>(b), med * 1e3, static_cast<long long>(steps), b / med, status_kb("VmRSS:") / 1e6,
+        status_kb("VmHWM:") / 1e6, status_kb("VmHWM:") / 1e6 / file_gb);
     std::fflush(stdout);
   }
   return 0;

@@ -80,7 +80,8 @@ double allreduce_us(int world, int64_t rows, int64_t hidden) {
   for (int r = 0; r < world; ++r) {
     threads.emplace_back([&, r] {
       c10::InferenceMode guard;
-      auto g = tp::make_process_group(tp::ProcessGroupOptions().with_rank(r).with_world_size(world).with_rendezvous(where));
+      auto g =
+          tp::make_process_group(tp::ProcessGroupOptions().with_rank(r).with_world_size(world).with_rendezvous(where));
       at::Tensor t = at::ones({rows, hidden});
       for (int i = 0; i < 20; ++i) g->all_reduce_sum(t);  // warm-up
       std::vector<double> mine;
@@ -108,13 +109,20 @@ int main(int argc, char** argv) {
   Options o;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i], v = argv[i + 1];
-    if (a == "--model") o.model = v;
-    else if (a == "--tp") o.tp = std::stoll(v);
-    else if (a == "--batches") o.batches = parse_list(v);
-    else if (a == "--prompt-len") o.prompt_len = std::stoll(v);
-    else if (a == "--steps") o.steps = std::stoll(v);
-    else if (a == "--device") o.device = v;
-    else if (a == "--dtype") o.dtype = v;
+    if (a == "--model")
+      o.model = v;
+    else if (a == "--tp")
+      o.tp = std::stoll(v);
+    else if (a == "--batches")
+      o.batches = parse_list(v);
+    else if (a == "--prompt-len")
+      o.prompt_len = std::stoll(v);
+    else if (a == "--steps")
+      o.steps = std::stoll(v);
+    else if (a == "--device")
+      o.device = v;
+    else if (a == "--dtype")
+      o.dtype = v;
     else {
       std::fprintf(stderr, "unknown option %s\n", a.c_str());
       return 2;
@@ -124,8 +132,13 @@ int main(int argc, char** argv) {
   ::getloadavg(load, 3);
   std::printf("tp_bench: %s, %s on %s, %u cores, load average %.2f\n", o.model.c_str(), o.dtype.c_str(),
               o.device.c_str(), std::thread::hardware_concurrency(), load[0]);
-  const EngineArgs base = EngineArgs().model(o.model).show_progress(false).kv_cache_memory_mb(256).device(o.device)
-                              .dtype(o.dtype).max_num_seqs(64);
+  const EngineArgs base = EngineArgs()
+                              .model(o.model)
+                              .show_progress(false)
+                              .kv_cache_memory_mb(256)
+                              .device(o.device)
+                              .dtype(o.dtype)
+                              .max_num_seqs(64);
   struct Row {
     std::string name;
     EngineArgs args;
@@ -153,7 +166,8 @@ int main(int argc, char** argv) {
     std::printf("\ngloo all-reduce over %lld ranks (threads of one process), median of 200:\n",
                 static_cast<long long>(o.tp));
     for (int64_t r : {int64_t(1), int64_t(8)})
-      std::printf("  [%lld, 576] float32: %.1f us\n", static_cast<long long>(r), allreduce_us(static_cast<int>(o.tp), r, 576));
+      std::printf("  [%lld, 576] float32: %.1f us\n", static_cast<long long>(r),
+                  allreduce_us(static_cast<int>(o.tp), r, 576));
   }
   ::getloadavg(load, 3);
   std::printf("load average after: %.2f\n", load[0]);

@@ -49,7 +49,9 @@ std::vector<int32_t> random_prompt(std::mt19937_64& rng, int64_t len, int64_t vo
 class Plain : public Module {
  public:
   Plain() : Module("Plain") {}
-  at::Tensor forward(const at::Tensor& x) { return invoke(x, [](const at::Tensor& t) { return t; }); }
+  at::Tensor forward(const at::Tensor& x) {
+    return invoke(x, [](const at::Tensor& t) { return t; });
+  }
 };
 
 }  // namespace
@@ -60,14 +62,22 @@ int main(int argc, char** argv) {
   int64_t requests = 16, tokens = 32, reps = 3, only = 0, overhead_reps = 2000, variant_mask = 15;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i], v = argv[i + 1];
-    if (a == "--model") model_path = v;
-    else if (a == "--requests") requests = std::stoll(v);
-    else if (a == "--tokens") tokens = std::stoll(v);
-    else if (a == "--reps") reps = std::stoll(v);
-    else if (a == "--only") only = std::stoll(v);  // run one section (1, 2 or 3)
-    else if (a == "--overhead-reps") overhead_reps = std::stoll(v);
-    else if (a == "--overhead-side") overhead_side = v;  // "plain" or "traced": time one side only (profiling)
-    else if (a == "--variants") variant_mask = std::stoll(v);  // bit mask over section 2's four variants
+    if (a == "--model")
+      model_path = v;
+    else if (a == "--requests")
+      requests = std::stoll(v);
+    else if (a == "--tokens")
+      tokens = std::stoll(v);
+    else if (a == "--reps")
+      reps = std::stoll(v);
+    else if (a == "--only")
+      only = std::stoll(v);  // run one section (1, 2 or 3)
+    else if (a == "--overhead-reps")
+      overhead_reps = std::stoll(v);
+    else if (a == "--overhead-side")
+      overhead_side = v;  // "plain" or "traced": time one side only (profiling)
+    else if (a == "--variants")
+      variant_mask = std::stoll(v);  // bit mask over section 2's four variants
   }
   at::set_num_threads(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
 
@@ -85,9 +95,10 @@ int main(int argc, char** argv) {
       for (int i = 0; i < n; ++i) x = [](const at::Tensor& t) { return t; }(x);
       without = std::min(without, since(t0) / n);
     }
-    std::printf("hook branch: %.2f ns per module call with the branch, %.2f ns without; "
-                "x 420 module calls per decode step = %.2f us\n",
-                with_branch * 1e9, without * 1e9, (with_branch - without) * 420 * 1e6);
+    std::printf(
+        "hook branch: %.2f ns per module call with the branch, %.2f ns without; "
+        "x 420 module calls per decode step = %.2f us\n",
+        with_branch * 1e9, without * 1e9, (with_branch - without) * 420 * 1e6);
   }
 
   // ---- 1. fixed overhead of a one-token trace saving the logits, on a tiny
@@ -113,9 +124,10 @@ int main(int argc, char** argv) {
     std::sort(plain.begin(), plain.end());
     std::sort(traced.begin(), traced.end());
     const double a = plain[plain.size() / 2], b = traced[traced.size() / 2];
-    std::printf("one-token request, tiny model (median of %zu, alternating): untraced %.1f us, traced saving "
-                "logits %.1f us: +%.1f us (ratio %.3f)\n",
-                plain.size(), a * 1e6, b * 1e6, (b - a) * 1e6, b / a);
+    std::printf(
+        "one-token request, tiny model (median of %zu, alternating): untraced %.1f us, traced saving "
+        "logits %.1f us: +%.1f us (ratio %.3f)\n",
+        plain.size(), a * 1e6, b * 1e6, (b - a) * 1e6, b / a);
   }
 
   // ---- 2. decode throughput with concurrent traces
@@ -174,8 +186,10 @@ int main(int argc, char** argv) {
     std::sort(x.begin(), x.end());
     return x.size() % 2 ? x[x.size() / 2] : 0.5 * (x[x.size() / 2 - 1] + x[x.size() / 2]);
   };
-  std::printf("| %lld requests x %lld tokens, %lld rounds | median run s | tokens/s | time ratio to untraced, per round | median ratio |\n",
-              static_cast<long long>(requests), static_cast<long long>(tokens), static_cast<long long>(reps));
+  std::printf(
+      "| %lld requests x %lld tokens, %lld rounds | median run s | tokens/s | time ratio to untraced, per round | "
+      "median ratio |\n",
+      static_cast<long long>(requests), static_cast<long long>(tokens), static_cast<long long>(reps));
   std::printf("|---|---|---|---|---|\n");
   for (int v = 0; v < 4; ++v) {
     const size_t i = static_cast<size_t>(v);

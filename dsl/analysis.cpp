@@ -14,8 +14,12 @@ GraphAnalysis analyze(const Graph& g) {
   for (NodeId i = 0; i < g.nodes.size(); ++i) {
     const Node& n = g.nodes[i];
     switch (n.kind) {
-      case NodeKind::Iter: open.push_back({i, true}); break;
-      case NodeKind::Cond: open.push_back({i, false}); break;
+      case NodeKind::Iter:
+        open.push_back({i, true});
+        break;
+      case NodeKind::Cond:
+        open.push_back({i, false});
+        break;
       case NodeKind::End:
         if (!open.empty()) open.pop_back();
         break;
@@ -49,7 +53,8 @@ GraphAnalysis analyze(const Graph& g) {
         a.externals.push_back(std::move(need));
         break;
       }
-      default: break;
+      default:
+        break;
     }
     a.point_of[i] = last;
   }

@@ -27,26 +27,26 @@
 namespace nnsight::dsl {
 
 struct Access {
-  NodeId node = 0;         // the Get or Set node
+  NodeId node = 0;  // the Get or Set node
   bool is_set = false;
   std::string key;
-  StepSpec step;           // as written
-  NodeId iter = kNoNode;   // innermost enclosing Iter, if any
-  IterRange range;         // that Iter's range (meaningful when iter != kNoNode)
+  StepSpec step;             // as written
+  NodeId iter = kNoNode;     // innermost enclosing Iter, if any
+  IterRange range;           // that Iter's range (meaningful when iter != kNoNode)
   bool conditional = false;  // inside a Cond block: may not run
 };
 
 struct ExternalNeed {
-  NodeId node = 0;          // the External node in this graph
-  uint32_t invoke = 0;      // the invoke it refers to
-  NodeId target = 0;        // the node there
+  NodeId node = 0;               // the External node in this graph
+  uint32_t invoke = 0;           // the invoke it refers to
+  NodeId target = 0;             // the node there
   std::optional<Access> needed;  // the other invoke's access after which target exists (none: from the start)
   std::optional<Access> at;      // this graph's last access before the External (none: at the start)
 };
 
 struct GraphAnalysis {
-  std::vector<Access> accesses;       // program order
-  std::vector<int64_t> point_of;      // per node: index into accesses, or -1
+  std::vector<Access> accesses;         // program order
+  std::vector<int64_t> point_of;        // per node: index into accesses, or -1
   std::vector<ExternalNeed> externals;  // `needed` is filled by analyze_trace
 };
 

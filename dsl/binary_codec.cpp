@@ -106,11 +106,20 @@ class Writer {
   void value(const Value& v) {
     u8(static_cast<uint8_t>(v.kind()));
     switch (v.kind()) {
-      case ValueKind::None: return;
-      case ValueKind::Tensor: tensor(v.as_tensor()); return;
-      case ValueKind::Int: i64(v.as_int()); return;
-      case ValueKind::Double: f64(v.as_double()); return;
-      case ValueKind::Bool: u8(v.as_bool() ? 1 : 0); return;
+      case ValueKind::None:
+        return;
+      case ValueKind::Tensor:
+        tensor(v.as_tensor());
+        return;
+      case ValueKind::Int:
+        i64(v.as_int());
+        return;
+      case ValueKind::Double:
+        f64(v.as_double());
+        return;
+      case ValueKind::Bool:
+        u8(v.as_bool() ? 1 : 0);
+        return;
       case ValueKind::List:
         u64(v.as_list().size());
         for (const Value& x : v.as_list()) value(x);
@@ -132,14 +141,18 @@ class Writer {
         u8(*code);
         return;
       }
-      case ValueKind::String: str(v.as_string()); return;
+      case ValueKind::String:
+        str(v.as_string());
+        return;
     }
   }
 
   void index_item(const IndexItem& it) {
     u8(static_cast<uint8_t>(it.kind));
     switch (it.kind) {
-      case IndexItem::Kind::Int: i64(it.integer); return;
+      case IndexItem::Kind::Int:
+        i64(it.integer);
+        return;
       case IndexItem::Kind::Slice:
         u8(static_cast<uint8_t>((it.start ? 1 : 0) | (it.stop ? 2 : 0)));
         if (it.start) i64(*it.start);
@@ -147,8 +160,11 @@ class Writer {
         i64(it.step);
         return;
       case IndexItem::Kind::Ellipsis:
-      case IndexItem::Kind::None: return;
-      case IndexItem::Kind::Tensor: tensor(it.tensor); return;
+      case IndexItem::Kind::None:
+        return;
+      case IndexItem::Kind::Tensor:
+        tensor(it.tensor);
+        return;
     }
   }
 
@@ -180,7 +196,9 @@ class Writer {
     u32(file);
     u32(n.loc.line);
     switch (n.kind) {
-      case NodeKind::Const: value(n.value); return;
+      case NodeKind::Const:
+        value(n.value);
+        return;
       case NodeKind::Get:
         str(n.name);
         step(n.step);
@@ -206,10 +224,13 @@ class Writer {
         if (!n.range.all) i64(n.range.stop);
         i64(n.range.stride);
         return;
-      case NodeKind::Cond: refs(n.args); return;
+      case NodeKind::Cond:
+        refs(n.args);
+        return;
       case NodeKind::Else:
       case NodeKind::End:
-      case NodeKind::Stop: return;
+      case NodeKind::Stop:
+        return;
       case NodeKind::External:
         u32(n.ext_invoke);
         u32(n.ext_node);
@@ -275,12 +296,10 @@ class Reader {
   // `max` and against what the remaining input can hold.
   uint64_t count(const char* what, uint64_t max, size_t min_item_bytes) {
     uint64_t n = u64(what);
-    if (n > max)
-      fail(std::string(what) + " " + std::to_string(n) + " exceeds the limit of " + std::to_string(max));
+    if (n > max) fail(std::string(what) + " " + std::to_string(n) + " exceeds the limit of " + std::to_string(max));
     if (min_item_bytes && n > remaining() / min_item_bytes)
-      fail(std::string("truncated: ") + what + " " + std::to_string(n) + " needs at least " +
-           std::to_string(n) + " x " + std::to_string(min_item_bytes) + " bytes, " +
-           std::to_string(remaining()) + " remain");
+      fail(std::string("truncated: ") + what + " " + std::to_string(n) + " needs at least " + std::to_string(n) +
+           " x " + std::to_string(min_item_bytes) + " bytes, " + std::to_string(remaining()) + " remain");
     return n;
   }
 
@@ -290,8 +309,8 @@ class Reader {
       fail(std::string(what) + " length " + std::to_string(n) + " exceeds the limit of " +
            std::to_string(limits_.max_string_length));
     if (n > remaining())
-      fail(std::string("truncated: ") + what + " of " + std::to_string(n) + " bytes, " +
-           std::to_string(remaining()) + " remain");
+      fail(std::string("truncated: ") + what + " of " + std::to_string(n) + " bytes, " + std::to_string(remaining()) +
+           " remain");
     std::string s(src_.cursor(), static_cast<size_t>(n));
     if (!valid_utf8(s)) fail(std::string(what) + " is not valid UTF-8");
     src_.skip(static_cast<size_t>(n));
@@ -304,8 +323,7 @@ class Reader {
     if (!dtype) fail("unknown tensor dtype code " + std::to_string(code));
     uint8_t rank = u8("tensor rank");
     if (rank > limits_.max_tensor_rank)
-      fail("tensor rank " + std::to_string(rank) + " exceeds the limit of " +
-           std::to_string(limits_.max_tensor_rank));
+      fail("tensor rank " + std::to_string(rank) + " exceeds the limit of " + std::to_string(limits_.max_tensor_rank));
     need(size_t{rank} * 8, "tensor shape");
     std::vector<int64_t> shape(rank);
     for (auto& d : shape) d = i64("tensor dimension");
@@ -314,8 +332,7 @@ class Reader {
     if (!err.empty()) fail(err);
     uint64_t nbytes = numel * dtype_size(*dtype);
     if (constant_bytes_ + nbytes > limits_.max_constant_bytes)
-      fail("constant tensors total more than the limit of " + std::to_string(limits_.max_constant_bytes) +
-           " bytes");
+      fail("constant tensors total more than the limit of " + std::to_string(limits_.max_constant_bytes) + " bytes");
     if (nbytes > remaining())
       fail("truncated: tensor data of " + std::to_string(nbytes) + " bytes, " + std::to_string(remaining()) +
            " remain");
@@ -331,16 +348,20 @@ class Reader {
   }
 
   Value value(uint64_t depth) {
-    if (depth > limits_.max_depth)
-      fail("values nested deeper than the limit of " + std::to_string(limits_.max_depth));
+    if (depth > limits_.max_depth) fail("values nested deeper than the limit of " + std::to_string(limits_.max_depth));
     uint8_t k = u8("value kind");
     if (k >= kNumValueKinds) fail("unknown value kind " + std::to_string(k));
     switch (static_cast<ValueKind>(k)) {
-      case ValueKind::None: return Value();
-      case ValueKind::Tensor: return Value(tensor());
-      case ValueKind::Int: return Value::integer(i64("int value"));
-      case ValueKind::Double: return Value::real(f64("double value"));
-      case ValueKind::Bool: return Value::boolean(flag("bool value"));
+      case ValueKind::None:
+        return Value();
+      case ValueKind::Tensor:
+        return Value(tensor());
+      case ValueKind::Int:
+        return Value::integer(i64("int value"));
+      case ValueKind::Double:
+        return Value::real(f64("double value"));
+      case ValueKind::Bool:
+        return Value::boolean(flag("bool value"));
       case ValueKind::List: {
         uint64_t n = count("list length", limits_.max_list_length, 1);
         std::vector<Value> items;
@@ -368,7 +389,8 @@ class Reader {
         if (!dt) fail("unknown dtype code " + std::to_string(code));
         return Value::dtype(*dt);
       }
-      case ValueKind::String: return Value::string(str("string value"));
+      case ValueKind::String:
+        return Value::string(str("string value"));
     }
     fail("unknown value kind " + std::to_string(k));
   }
@@ -376,7 +398,8 @@ class Reader {
   IndexItem index_item() {
     uint8_t k = u8("index item kind");
     switch (k) {
-      case 0: return IndexItem::make_int(i64("index int"));
+      case 0:
+        return IndexItem::make_int(i64("index int"));
       case 1: {
         uint8_t flags = u8("slice flags");
         if (flags > 3) fail("slice flags " + std::to_string(flags) + " has unknown bits");
@@ -386,10 +409,14 @@ class Reader {
         int64_t step = i64("slice step");
         return IndexItem::make_slice(start, stop, step);
       }
-      case 2: return IndexItem::make_ellipsis();
-      case 3: return IndexItem::make_none();
-      case 4: return IndexItem::make_tensor(tensor());
-      default: fail("unknown index item kind " + std::to_string(k));
+      case 2:
+        return IndexItem::make_ellipsis();
+      case 3:
+        return IndexItem::make_none();
+      case 4:
+        return IndexItem::make_tensor(tensor());
+      default:
+        fail("unknown index item kind " + std::to_string(k));
     }
   }
 
@@ -439,7 +466,9 @@ class Reader {
     n.loc.file = files[file];
     n.loc.line = u32("line");
     switch (n.kind) {
-      case NodeKind::Const: n.value = value(0); break;
+      case NodeKind::Const:
+        n.value = value(0);
+        break;
       case NodeKind::Get:
         n.name = str("key");
         n.step = step();
@@ -471,10 +500,13 @@ class Reader {
         if (!n.range.all) n.range.stop = i64("iter stop");
         n.range.stride = i64("iter stride");
         break;
-      case NodeKind::Cond: n.args = refs(); break;
+      case NodeKind::Cond:
+        n.args = refs();
+        break;
       case NodeKind::Else:
       case NodeKind::End:
-      case NodeKind::Stop: break;
+      case NodeKind::Stop:
+        break;
       case NodeKind::External:
         n.ext_invoke = u32("external invoke");
         n.ext_node = u32("external node");
@@ -523,21 +555,17 @@ Graph decode_binary(std::string_view bytes, const Limits& limits) {
     throw DecodeError("graph binary: " + std::to_string(bytes.size()) + " bytes exceed the limit of " +
                       std::to_string(limits.max_encoded_bytes));
   if (bytes.size() < kHeaderBytes + 1)
-    throw DecodeError("graph binary: truncated: " + std::to_string(bytes.size()) +
-                      " bytes is shorter than the header");
+    throw DecodeError("graph binary: truncated: " + std::to_string(bytes.size()) + " bytes is shorter than the header");
   if (std::memcmp(bytes.data(), kGraphMagic, sizeof(kGraphMagic)) != 0)
     throw DecodeError("graph binary: bad magic (not an nnsight graph)");
-  uint16_t version = static_cast<uint16_t>(static_cast<uint8_t>(bytes[4]) |
-                                           (static_cast<uint8_t>(bytes[5]) << 8));
+  uint16_t version = static_cast<uint16_t>(static_cast<uint8_t>(bytes[4]) | (static_cast<uint8_t>(bytes[5]) << 8));
   if (version != kGraphFormatVersion)
     throw DecodeError("graph binary: format version " + std::to_string(version) +
-                      " is not supported (this build reads version " +
-                      std::to_string(kGraphFormatVersion) + ")");
+                      " is not supported (this build reads version " + std::to_string(kGraphFormatVersion) + ")");
   // cereal's first payload byte says the payload's endianness; only little
   // endian is written, and only that is accepted.
   if (static_cast<uint8_t>(bytes[kHeaderBytes]) != 1)
-    throw DecodeError("graph binary, byte " + std::to_string(kHeaderBytes) +
-                      ": payload is not little endian (flag " +
+    throw DecodeError("graph binary, byte " + std::to_string(kHeaderBytes) + ": payload is not little endian (flag " +
                       std::to_string(static_cast<uint8_t>(bytes[kHeaderBytes])) + ")");
   MemorySource src(bytes.data() + kHeaderBytes, bytes.size() - kHeaderBytes);
   std::istream is(&src);

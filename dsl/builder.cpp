@@ -14,9 +14,7 @@ GraphBuilder* GraphBuilder::current() { return t_current; }
 GraphBuilder::Scope::Scope(GraphBuilder* b) : prev_(t_current) { t_current = b; }
 GraphBuilder::Scope::~Scope() { t_current = prev_; }
 
-GraphBuilder::GraphBuilder(uint64_t trace_id, uint32_t invoke) : trace_id_(trace_id) {
-  graph_.invoke = invoke;
-}
+GraphBuilder::GraphBuilder(uint64_t trace_id, uint32_t invoke) : trace_id_(trace_id) { graph_.invoke = invoke; }
 
 void GraphBuilder::fail(const SourceLoc& loc, const std::string& what) const {
   throw BuildError(loc.str() + ": " + what);
@@ -30,8 +28,7 @@ void GraphBuilder::check_ref(NodeId id, const SourceLoc& loc, const char* what) 
   if (id >= graph_.nodes.size())
     fail(loc, std::string(what) + " refers to node " + std::to_string(id) + ", which does not exist");
   if (!graph_.nodes[id].has_value())
-    fail(loc, std::string(what) + " refers to " + graph_.nodes[id].describe(id) +
-                  ", which has no value");
+    fail(loc, std::string(what) + " refers to " + graph_.nodes[id].describe(id) + ", which has no value");
 }
 
 NodeId GraphBuilder::push(Node n, KindMask result) {
@@ -53,7 +50,8 @@ NodeId GraphBuilder::constant(Value v, SourceLoc loc) {
 NodeId GraphBuilder::get(std::string key, StepSpec step, SourceLoc loc) {
   check_open(loc);
   auto pk = parse_provider_key(key);
-  if (!pk) fail(loc, "'" + key + "' is not a provider key (<module path>.output|.input|.inputs, logits, samples, result)");
+  if (!pk)
+    fail(loc, "'" + key + "' is not a provider key (<module path>.output|.input|.inputs, logits, samples, result)");
   if (step.mode == StepSpec::Mode::Iter && !in_iter())
     fail(loc, "a step relative to the iteration is used outside any iteration");
   if (step.value < 0) fail(loc, "negative step " + std::to_string(step.value));
@@ -118,8 +116,7 @@ NodeId GraphBuilder::save(NodeId value, std::string name, SaveMode mode, SourceL
   Node n;
   n.kind = NodeKind::Save;
   n.name = name.empty() ? default_save_name(static_cast<NodeId>(graph_.nodes.size())) : std::move(name);
-  if (!save_names_.insert(n.name).second)
-    fail(loc, "a value is already saved under the name '" + n.name + "'");
+  if (!save_names_.insert(n.name).second) fail(loc, "a value is already saved under the name '" + n.name + "'");
   n.args = {value};
   n.save_mode = mode;
   n.loc = std::move(loc);
@@ -195,8 +192,7 @@ NodeId GraphBuilder::begin_cond(NodeId condition, SourceLoc loc) {
 
 NodeId GraphBuilder::begin_else(SourceLoc loc) {
   check_open(loc);
-  if (blocks_.empty() || blocks_.back().kind != NodeKind::Cond)
-    fail(loc, "else outside a condition block");
+  if (blocks_.empty() || blocks_.back().kind != NodeKind::Cond) fail(loc, "else outside a condition block");
   if (blocks_.back().has_else) fail(loc, "a condition block has only one else");
   blocks_.back().has_else = true;
   Node n;
@@ -225,8 +221,8 @@ NodeId GraphBuilder::import(const GraphBuilder& owner, NodeId node, SourceLoc lo
   if (owner.trace_id_ != trace_id_)
     fail(loc, "a proxy of another trace is used here (proxies live only inside their trace)");
   if (owner.invoke() >= invoke())
-    fail(loc, "a value of invoke " + std::to_string(owner.invoke()) + " is used in invoke " +
-                  std::to_string(invoke()) + "; only earlier invokes can be referenced");
+    fail(loc, "a value of invoke " + std::to_string(owner.invoke()) + " is used in invoke " + std::to_string(invoke()) +
+                  "; only earlier invokes can be referenced");
   owner.check_ref(node, loc, "a proxy");
   return external(owner.invoke(), node, std::move(loc));
 }
@@ -235,8 +231,7 @@ Graph GraphBuilder::finish() {
   if (!blocks_.empty()) {
     const Block& b = blocks_.back();
     fail(graph_.nodes[b.node].loc,
-         std::string("this ") + (b.kind == NodeKind::Iter ? "iteration" : "condition") +
-             " block was never closed");
+         std::string("this ") + (b.kind == NodeKind::Iter ? "iteration" : "condition") + " block was never closed");
   }
   check_open(SourceLoc{});
   finished_ = true;

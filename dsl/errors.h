@@ -36,8 +36,7 @@ class ValidationError : public Error {
 // A failure while running a graph (an op raised, a value never came).
 class EvalError : public Error {
  public:
-  EvalError(NodeId node, SourceLoc loc, const std::string& what)
-      : Error(what), node_(node), loc_(std::move(loc)) {}
+  EvalError(NodeId node, SourceLoc loc, const std::string& what) : Error(what), node_(node), loc_(std::move(loc)) {}
   NodeId node() const { return node_; }
   const SourceLoc& loc() const { return loc_; }
 

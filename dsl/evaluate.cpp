@@ -18,7 +18,8 @@ struct FinishedSignal {
 
 Value clone_tensors(const Value& v) {
   switch (v.kind()) {
-    case ValueKind::Tensor: return Value(v.as_tensor().clone());
+    case ValueKind::Tensor:
+      return Value(v.as_tensor().clone());
     case ValueKind::Tuple: {
       std::vector<at::Tensor> items;
       items.reserve(v.as_tuple().size());
@@ -31,7 +32,8 @@ Value clone_tensors(const Value& v) {
       for (const Value& x : v.as_list()) items.push_back(clone_tensors(x));
       return Value::list(std::move(items));
     }
-    default: return v;
+    default:
+      return v;
   }
 }
 
@@ -135,10 +137,14 @@ int64_t Evaluator::resolve_step(const StepSpec& s) const {
 
 bool Evaluator::truthy(NodeId id, const Value& v) const {
   switch (v.kind()) {
-    case ValueKind::None: return false;
-    case ValueKind::Bool: return v.as_bool();
-    case ValueKind::Int: return v.as_int() != 0;
-    case ValueKind::Double: return v.as_double() != 0.0;
+    case ValueKind::None:
+      return false;
+    case ValueKind::Bool:
+      return v.as_bool();
+    case ValueKind::Int:
+      return v.as_int() != 0;
+    case ValueKind::Double:
+      return v.as_double() != 0.0;
     case ValueKind::Tensor: {
       const at::Tensor& t = v.as_tensor();
       if (t.numel() != 1)
@@ -149,10 +155,14 @@ bool Evaluator::truthy(NodeId id, const Value& v) const {
         fail(id, e.what_without_backtrace());
       }
     }
-    case ValueKind::List: return !v.as_list().empty();
-    case ValueKind::Tuple: return !v.as_tuple().empty();
-    case ValueKind::String: return !v.as_string().empty();
-    default: fail(id, "a " + v.describe() + " has no truth value");
+    case ValueKind::List:
+      return !v.as_list().empty();
+    case ValueKind::Tuple:
+      return !v.as_tuple().empty();
+    case ValueKind::String:
+      return !v.as_string().empty();
+    default:
+      fail(id, "a " + v.describe() + " has no truth value");
   }
 }
 
@@ -162,7 +172,9 @@ void Evaluator::exec(NodeId id) {
   const Node& n = g_.node(id);
   try {
     switch (n.kind) {
-      case NodeKind::Const: values_[id] = fresh_const(n.value); break;
+      case NodeKind::Const:
+        values_[id] = fresh_const(n.value);
+        break;
       case NodeKind::Get: {
         int64_t step = resolve_step(n.step);
         try {
@@ -200,15 +212,20 @@ void Evaluator::exec(NodeId id) {
         values_[id] = f->fn(args);
         break;
       }
-      case NodeKind::Save: provider_.save(n.name, arg(id, 0), n.save_mode); break;
+      case NodeKind::Save:
+        provider_.save(n.name, arg(id, 0), n.save_mode);
+        break;
       case NodeKind::Stop:
         provider_.stop();
         throw StopSignal{};
-      case NodeKind::External: values_[id] = provider_.external(n.ext_invoke, n.ext_node); break;
+      case NodeKind::External:
+        values_[id] = provider_.external(n.ext_invoke, n.ext_node);
+        break;
       case NodeKind::Else:
       case NodeKind::End:
       case NodeKind::Iter:
-      case NodeKind::Cond: TORCH_CHECK(false, "control node reached exec");
+      case NodeKind::Cond:
+        TORCH_CHECK(false, "control node reached exec");
     }
   } catch (const EvalError&) {
     throw;

@@ -56,7 +56,10 @@ class Provider {
 struct EvalOptions {
   const FunctionRegistry* functions = nullptr;  // what Apply nodes may call
 
-  EvalOptions& with_functions(const FunctionRegistry* f) { functions = f; return *this; }
+  EvalOptions& with_functions(const FunctionRegistry* f) {
+    functions = f;
+    return *this;
+  }
 };
 
 enum class EvalStatus { Completed, Stopped };
@@ -88,7 +91,7 @@ class Evaluator {
   EvalOptions options_;
   std::vector<Value> values_;
   std::vector<uint8_t> computed_;
-  std::vector<int64_t> iter_steps_;  // current step of each enclosing Iter, innermost last
+  std::vector<int64_t> iter_steps_;    // current step of each enclosing Iter, innermost last
   std::vector<const Value*> scratch_;  // op arguments, reused
   bool copy_consts_ = false;
   bool ran_ = false;

@@ -8,11 +8,9 @@ FunctionRegistry& FunctionRegistry::add(std::string name, size_t arity, Function
   return add(std::move(name), arity, arity, std::move(fn));
 }
 
-FunctionRegistry& FunctionRegistry::add(std::string name, size_t min_args, size_t max_args,
-                                        Function fn) {
+FunctionRegistry& FunctionRegistry::add(std::string name, size_t min_args, size_t max_args, Function fn) {
   if (name.empty()) throw ConfigError("FunctionRegistry: empty function name");
-  if (min_args > max_args)
-    throw ConfigError("FunctionRegistry: '" + name + "' has min_args > max_args");
+  if (min_args > max_args) throw ConfigError("FunctionRegistry: '" + name + "' has min_args > max_args");
   if (!fn) throw ConfigError("FunctionRegistry: '" + name + "' has no function");
   FunctionDef def{name, min_args, max_args, std::move(fn)};
   fns_[std::move(name)] = std::move(def);

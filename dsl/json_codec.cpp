@@ -28,8 +28,8 @@ Json tensor_json(const at::Tensor& t) {
   Json j = Json::object();
   j["dtype"] = dtype_name(c.scalar_type());
   j["shape"] = std::move(shape);
-  j["data_b64"] = base64_encode(static_cast<const uint8_t*>(c.data_ptr()),
-                                static_cast<size_t>(c.numel()) * c.element_size());
+  j["data_b64"] =
+      base64_encode(static_cast<const uint8_t*>(c.data_ptr()), static_cast<size_t>(c.numel()) * c.element_size());
   return j;
 }
 
@@ -43,7 +43,8 @@ Json value_json(const Value& v);
 
 Json index_item_json(const IndexItem& it) {
   switch (it.kind) {
-    case IndexItem::Kind::Int: return Json(it.integer);
+    case IndexItem::Kind::Int:
+      return Json(it.integer);
     case IndexItem::Kind::Slice: {
       Json s = Json::array();
       s.push_back(it.start ? Json(*it.start) : Json(nullptr));
@@ -51,20 +52,28 @@ Json index_item_json(const IndexItem& it) {
       s.push_back(it.step);
       return Json{{"slice", std::move(s)}};
     }
-    case IndexItem::Kind::Ellipsis: return Json("...");
-    case IndexItem::Kind::None: return Json(nullptr);
-    case IndexItem::Kind::Tensor: return tensor_json(it.tensor);
+    case IndexItem::Kind::Ellipsis:
+      return Json("...");
+    case IndexItem::Kind::None:
+      return Json(nullptr);
+    case IndexItem::Kind::Tensor:
+      return tensor_json(it.tensor);
   }
   return Json(nullptr);
 }
 
 Json value_json(const Value& v) {
   switch (v.kind()) {
-    case ValueKind::None: return Json(nullptr);
-    case ValueKind::Tensor: return tensor_json(v.as_tensor());
-    case ValueKind::Int: return Json(v.as_int());
-    case ValueKind::Double: return double_json(v.as_double());
-    case ValueKind::Bool: return Json(v.as_bool());
+    case ValueKind::None:
+      return Json(nullptr);
+    case ValueKind::Tensor:
+      return tensor_json(v.as_tensor());
+    case ValueKind::Int:
+      return Json(v.as_int());
+    case ValueKind::Double:
+      return double_json(v.as_double());
+    case ValueKind::Bool:
+      return Json(v.as_bool());
     case ValueKind::List: {
       Json a = Json::array();
       for (const Value& x : v.as_list()) a.push_back(value_json(x));
@@ -80,8 +89,10 @@ Json value_json(const Value& v) {
       for (const IndexItem& it : v.as_index()) a.push_back(index_item_json(it));
       return Json{{"index", std::move(a)}};
     }
-    case ValueKind::Dtype: return Json{{"dtype", dtype_name(v.as_dtype())}};
-    case ValueKind::String: return Json(v.as_string());
+    case ValueKind::Dtype:
+      return Json{{"dtype", dtype_name(v.as_dtype())}};
+    case ValueKind::String:
+      return Json(v.as_string());
   }
   return Json(nullptr);
 }
@@ -96,7 +107,9 @@ Json node_json(const Node& n, size_t id) {
   j["id"] = id;
   j["kind"] = node_kind_name(n.kind);
   switch (n.kind) {
-    case NodeKind::Const: j["value"] = value_json(n.value); break;
+    case NodeKind::Const:
+      j["value"] = value_json(n.value);
+      break;
     case NodeKind::Get:
       j["key"] = n.name;
       j["step"] = step_json(n.step);
@@ -128,10 +141,13 @@ Json node_json(const Node& n, size_t id) {
       }
       j["stride"] = n.range.stride;
       break;
-    case NodeKind::Cond: j["args"] = n.args; break;
+    case NodeKind::Cond:
+      j["args"] = n.args;
+      break;
     case NodeKind::Else:
     case NodeKind::End:
-    case NodeKind::Stop: break;
+    case NodeKind::Stop:
+      break;
     case NodeKind::External:
       j["invoke"] = n.ext_invoke;
       j["node"] = n.ext_node;
@@ -215,8 +231,8 @@ class Reader {
     if (!err.empty()) fail(ptr + "/shape", err);
     uint64_t nbytes = numel * dtype_size(*dtype);
     if (constant_bytes_ + nbytes > limits_.max_constant_bytes)
-      fail(ptr, "constant tensors total more than the limit of " +
-                    std::to_string(limits_.max_constant_bytes) + " bytes");
+      fail(ptr,
+           "constant tensors total more than the limit of " + std::to_string(limits_.max_constant_bytes) + " bytes");
     bool has_b64 = j.contains("data_b64"), has_data = j.contains("data");
     if (has_b64 == has_data) fail(ptr, "a tensor needs exactly one of 'data_b64' and 'data'");
     constant_bytes_ += nbytes;
@@ -290,11 +306,16 @@ class Reader {
 
   static bool fits(at::ScalarType t, int64_t v) {
     switch (t) {
-      case at::kByte: return v >= 0 && v <= 255;
-      case at::kChar: return v >= -128 && v <= 127;
-      case at::kShort: return v >= -32768 && v <= 32767;
-      case at::kInt: return v >= std::numeric_limits<int32_t>::min() && v <= std::numeric_limits<int32_t>::max();
-      default: return true;
+      case at::kByte:
+        return v >= 0 && v <= 255;
+      case at::kChar:
+        return v >= -128 && v <= 127;
+      case at::kShort:
+        return v >= -32768 && v <= 32767;
+      case at::kInt:
+        return v >= std::numeric_limits<int32_t>::min() && v <= std::numeric_limits<int32_t>::max();
+      default:
+        return true;
     }
   }
 
@@ -348,15 +369,23 @@ class Reader {
     if (depth > limits_.max_depth)
       fail(ptr, "values nested deeper than the limit of " + std::to_string(limits_.max_depth));
     switch (j.type()) {
-      case Json::value_t::null: return Value();
-      case Json::value_t::boolean: return Value::boolean(j.get<bool>());
+      case Json::value_t::null:
+        return Value();
+      case Json::value_t::boolean:
+        return Value::boolean(j.get<bool>());
       case Json::value_t::number_integer:
-      case Json::value_t::number_unsigned: return Value::integer(integer(j, ptr, "int"));
-      case Json::value_t::number_float: return Value::real(j.get<double>());
-      case Json::value_t::string: return Value::string(str(j, ptr, "string"));
-      case Json::value_t::array: return Value::list(list_items(j, ptr, depth));
-      case Json::value_t::object: break;
-      default: fail(ptr, "unsupported JSON type " + type_name(j));
+      case Json::value_t::number_unsigned:
+        return Value::integer(integer(j, ptr, "int"));
+      case Json::value_t::number_float:
+        return Value::real(j.get<double>());
+      case Json::value_t::string:
+        return Value::string(str(j, ptr, "string"));
+      case Json::value_t::array:
+        return Value::list(list_items(j, ptr, depth));
+      case Json::value_t::object:
+        break;
+      default:
+        fail(ptr, "unsupported JSON type " + type_name(j));
     }
     if (j.contains("tuple")) {
       only_keys(j, ptr, {"tuple"});
@@ -497,7 +526,9 @@ class Reader {
         break;
       case NodeKind::Else:
       case NodeKind::End:
-      case NodeKind::Stop: only_keys(j, ptr, {"id", "kind", "loc"}); break;
+      case NodeKind::Stop:
+        only_keys(j, ptr, {"id", "kind", "loc"});
+        break;
       case NodeKind::External:
         only_keys(j, ptr, {"id", "kind", "loc", "invoke", "node"});
         n.ext_invoke = u32(field(j, ptr, "invoke"), ptr + "/invoke", "invoke");
@@ -564,13 +595,11 @@ Graph from_json(std::string_view text, const Limits& limits) {
   const int max_json_depth = static_cast<int>(std::min<uint64_t>(limits.max_depth, 1u << 20)) + 16;
   Json j;
   try {
-    j = Json::parse(text.begin(), text.end(),
-                    [max_json_depth](int depth, Json::parse_event_t, Json&) {
-                      if (depth > max_json_depth)
-                        throw DecodeError("graph JSON: nested deeper than " + std::to_string(max_json_depth) +
-                                          " levels");
-                      return true;
-                    });
+    j = Json::parse(text.begin(), text.end(), [max_json_depth](int depth, Json::parse_event_t, Json&) {
+      if (depth > max_json_depth)
+        throw DecodeError("graph JSON: nested deeper than " + std::to_string(max_json_depth) + " levels");
+      return true;
+    });
   } catch (const Json::parse_error& e) {
     throw DecodeError(std::string("graph JSON: syntax error at byte ") + std::to_string(e.byte) + ": " + e.what());
   } catch (const Json::exception& e) {

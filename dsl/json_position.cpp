@@ -41,21 +41,35 @@ class Scanner {
       if (at_end()) return std::nullopt;
       const char e = t_[p_++];
       switch (e) {
-        case 'n': out += '\n'; break;
-        case 't': out += '\t'; break;
-        case 'r': out += '\r'; break;
-        case 'b': out += '\b'; break;
-        case 'f': out += '\f'; break;
+        case 'n':
+          out += '\n';
+          break;
+        case 't':
+          out += '\t';
+          break;
+        case 'r':
+          out += '\r';
+          break;
+        case 'b':
+          out += '\b';
+          break;
+        case 'f':
+          out += '\f';
+          break;
         case 'u': {
           if (p_ + 4 > t_.size()) return std::nullopt;
           uint32_t cp = 0;
           for (int k = 0; k < 4; ++k) {
             const char h = t_[p_++];
             cp <<= 4;
-            if (h >= '0' && h <= '9') cp |= static_cast<uint32_t>(h - '0');
-            else if (h >= 'a' && h <= 'f') cp |= static_cast<uint32_t>(h - 'a' + 10);
-            else if (h >= 'A' && h <= 'F') cp |= static_cast<uint32_t>(h - 'A' + 10);
-            else return std::nullopt;
+            if (h >= '0' && h <= '9')
+              cp |= static_cast<uint32_t>(h - '0');
+            else if (h >= 'a' && h <= 'f')
+              cp |= static_cast<uint32_t>(h - 'a' + 10);
+            else if (h >= 'A' && h <= 'F')
+              cp |= static_cast<uint32_t>(h - 'A' + 10);
+            else
+              return std::nullopt;
           }
           // Keys are compared, not shown: surrogates are kept as their code units.
           if (cp < 0x80) {
@@ -70,7 +84,8 @@ class Scanner {
           }
           break;
         }
-        default: out += e;  // \" \\ \/
+        default:
+          out += e;  // \" \\ \/
       }
     }
     return std::nullopt;

@@ -18,18 +18,18 @@ using NodeId = uint32_t;
 
 // The order is the binary wire code: append only.
 enum class NodeKind : uint8_t {
-  Const = 0,     // value
-  Get = 1,       // key @ step -> value the provider holds
-  Set = 2,       // key @ step := args[0]
-  Op = 3,        // name(args...) from the op registry
-  Save = 4,      // save args[0] under name
-  Iter = 5,      // opens a block run once per generation step in range; value = the step
-  Cond = 6,      // opens a block run when args[0] is true
-  Else = 7,      // splits a Cond block
-  End = 8,       // closes the innermost Iter or Cond block
-  Stop = 9,      // ends the request early
-  External = 10, // the value of node ext_node of invoke ext_invoke of the same trace
-  Apply = 11,    // name(args...) from the worker's FunctionRegistry
+  Const = 0,      // value
+  Get = 1,        // key @ step -> value the provider holds
+  Set = 2,        // key @ step := args[0]
+  Op = 3,         // name(args...) from the op registry
+  Save = 4,       // save args[0] under name
+  Iter = 5,       // opens a block run once per generation step in range; value = the step
+  Cond = 6,       // opens a block run when args[0] is true
+  Else = 7,       // splits a Cond block
+  End = 8,        // closes the innermost Iter or Cond block
+  Stop = 9,       // ends the request early
+  External = 10,  // the value of node ext_node of invoke ext_invoke of the same trace
+  Apply = 11,     // name(args...) from the worker's FunctionRegistry
 };
 constexpr int kNumNodeKinds = 12;
 const char* node_kind_name(NodeKind k);  // "const", "get", ...
@@ -58,9 +58,7 @@ struct IterRange {
   int64_t stride = 1;  // >= 1
   bool all = false;
 
-  static IterRange range(int64_t start, int64_t stop, int64_t stride = 1) {
-    return {start, stop, stride, false};
-  }
+  static IterRange range(int64_t start, int64_t stop, int64_t stride = 1) { return {start, stop, stride, false}; }
   static IterRange all_from(int64_t start = 0, int64_t stride = 1) { return {start, 0, stride, true}; }
   bool operator==(const IterRange& o) const {
     return start == o.start && stride == o.stride && all == o.all && (all || stop == o.stop);
@@ -77,15 +75,15 @@ enum class SaveMode : uint8_t {
 // listed in docs/ir.md and enforced by the codecs and the validator.
 struct Node {
   NodeKind kind = NodeKind::Const;
-  SourceLoc loc;              // the user's file and line
-  std::string name;           // Get/Set: provider key; Op: op; Apply: function; Save: save name
-  std::vector<NodeId> args;   // Op/Apply: arguments; Set/Save/Cond: exactly one
-  Value value;                // Const
-  StepSpec step;              // Get/Set
-  IterRange range;            // Iter
+  SourceLoc loc;                           // the user's file and line
+  std::string name;                        // Get/Set: provider key; Op: op; Apply: function; Save: save name
+  std::vector<NodeId> args;                // Op/Apply: arguments; Set/Save/Cond: exactly one
+  Value value;                             // Const
+  StepSpec step;                           // Get/Set
+  IterRange range;                         // Iter
   SaveMode save_mode = SaveMode::Replace;  // Save
-  uint32_t ext_invoke = 0;    // External
-  NodeId ext_node = 0;        // External
+  uint32_t ext_invoke = 0;                 // External
+  NodeId ext_node = 0;                     // External
 
   // Whether this node produces a value other nodes may reference.
   bool has_value() const;

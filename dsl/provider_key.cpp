@@ -33,9 +33,8 @@ std::optional<ProviderKey> parse_provider_key(std::string_view key) {
     std::string_view text;
     KeyKind kind;
   };
-  constexpr Suffix suffixes[] = {{".output", KeyKind::ModuleOutput},
-                                 {".inputs", KeyKind::ModuleInputs},
-                                 {".input", KeyKind::ModuleInput}};
+  constexpr Suffix suffixes[] = {
+      {".output", KeyKind::ModuleOutput}, {".inputs", KeyKind::ModuleInputs}, {".input", KeyKind::ModuleInput}};
   for (const Suffix& s : suffixes) {
     if (!ends_with(key, s.text)) continue;
     std::string_view path = key.substr(0, key.size() - s.text.size());
@@ -47,12 +46,17 @@ std::optional<ProviderKey> parse_provider_key(std::string_view key) {
 
 KindMask provider_key_kinds(KeyKind kind) {
   switch (kind) {
-    case KeyKind::ModuleOutput: return kinds::Tensor | kinds::Tuple;
-    case KeyKind::ModuleInput: return kinds::Tensor;
-    case KeyKind::ModuleInputs: return kinds::Tuple;
+    case KeyKind::ModuleOutput:
+      return kinds::Tensor | kinds::Tuple;
+    case KeyKind::ModuleInput:
+      return kinds::Tensor;
+    case KeyKind::ModuleInputs:
+      return kinds::Tuple;
     case KeyKind::Logits:
-    case KeyKind::Samples: return kinds::Tensor;
-    case KeyKind::Result: return kinds::Any;
+    case KeyKind::Samples:
+      return kinds::Tensor;
+    case KeyKind::Result:
+      return kinds::Any;
   }
   return kinds::Any;
 }

@@ -70,11 +70,16 @@ struct Rec {
   }
   NodeId o(const Operand& x) {
     switch (x.kind()) {
-      case Operand::Kind::Proxy: return p(x.proxy());
-      case Operand::Kind::Tensor: return b->constant(Value(snapshot(x.tensor(), loc)), loc);
-      case Operand::Kind::Int: return b->constant(Value::integer(x.int_value()), loc);
-      case Operand::Kind::Double: return b->constant(Value::real(x.double_value()), loc);
-      case Operand::Kind::Bool: return b->constant(Value::boolean(x.bool_value()), loc);
+      case Operand::Kind::Proxy:
+        return p(x.proxy());
+      case Operand::Kind::Tensor:
+        return b->constant(Value(snapshot(x.tensor(), loc)), loc);
+      case Operand::Kind::Int:
+        return b->constant(Value::integer(x.int_value()), loc);
+      case Operand::Kind::Double:
+        return b->constant(Value::real(x.double_value()), loc);
+      case Operand::Kind::Bool:
+        return b->constant(Value::boolean(x.bool_value()), loc);
     }
     throw BuildError(loc.str() + ": bad operand");
   }
@@ -98,15 +103,20 @@ struct Rec {
 
   dsl::IndexItem item(const IndexArg& a) {
     switch (a.kind()) {
-      case IndexArg::Kind::Int: return dsl::IndexItem::make_int(a.int_value());
+      case IndexArg::Kind::Int:
+        return dsl::IndexItem::make_int(a.int_value());
       case IndexArg::Kind::Slice:
         if (a.slice().step <= 0)
           throw BuildError(loc.str() + ": slice step must be positive, got " + std::to_string(a.slice().step));
         return dsl::IndexItem::make_slice(a.slice().start, a.slice().stop, a.slice().step);
-      case IndexArg::Kind::Ellipsis: return dsl::IndexItem::make_ellipsis();
-      case IndexArg::Kind::None: return dsl::IndexItem::make_none();
-      case IndexArg::Kind::Tensor: return dsl::IndexItem::make_tensor(snapshot(a.tensor(), loc));
-      case IndexArg::Kind::Proxy: break;
+      case IndexArg::Kind::Ellipsis:
+        return dsl::IndexItem::make_ellipsis();
+      case IndexArg::Kind::None:
+        return dsl::IndexItem::make_none();
+      case IndexArg::Kind::Tensor:
+        return dsl::IndexItem::make_tensor(snapshot(a.tensor(), loc));
+      case IndexArg::Kind::Proxy:
+        break;
     }
     throw BuildError(loc.str() + ": bad index item");
   }
@@ -168,8 +178,7 @@ Saved save_impl(const Proxy& self, const std::string& name, dsl::SaveMode mode, 
 
 }  // namespace
 
-Proxy::Proxy(std::shared_ptr<dsl::GraphBuilder> builder, uint32_t node)
-    : builder_(std::move(builder)), node_(node) {}
+Proxy::Proxy(std::shared_ptr<dsl::GraphBuilder> builder, uint32_t node) : builder_(std::move(builder)), node_(node) {}
 
 void Proxy::operator=(const Operand& value) && {
   SourceLoc loc = value.site().loc();
@@ -185,8 +194,10 @@ void Proxy::operator=(const Operand& value) && {
   }
   const dsl::Node& n = builder_->graph().nodes.at(node_);
   if (n.kind != dsl::NodeKind::Get) {
-    throw BuildError(loc.str() + ": only a module input/output (or logits, samples) proxy, or an indexed proxy "
-                     "x[i], can be assigned to; this one is " + n.describe(node_));
+    throw BuildError(loc.str() +
+                     ": only a module input/output (or logits, samples) proxy, or an indexed proxy "
+                     "x[i], can be assigned to; this one is " +
+                     n.describe(node_));
   }
   std::string key = n.name;
   dsl::StepSpec step = n.step;
@@ -370,7 +381,9 @@ Proxy Proxy::log_softmax(int64_t dim, CallSite site) const {
   NodeId self = r.p(*this);
   return r.op("log_softmax", {self, r.i(dim)});
 }
-Proxy Proxy::pow(const Operand& exponent) const { return binary("pow", Operand(*this, exponent.site().file(), exponent.site().line()), exponent); }
+Proxy Proxy::pow(const Operand& exponent) const {
+  return binary("pow", Operand(*this, exponent.site().file(), exponent.site().line()), exponent);
+}
 Proxy Proxy::matmul(const Operand& other) const {
   return binary("matmul", Operand(*this, other.site().file(), other.site().line()), other);
 }

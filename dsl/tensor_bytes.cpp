@@ -13,8 +13,7 @@ static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
 
 namespace nnsight::dsl {
 
-std::string check_tensor_shape(const std::vector<int64_t>& shape, const Limits& limits,
-                               uint64_t* numel) {
+std::string check_tensor_shape(const std::vector<int64_t>& shape, const Limits& limits, uint64_t* numel) {
   if (shape.size() > limits.max_tensor_rank)
     return "tensor rank " + std::to_string(shape.size()) + " exceeds the limit of " +
            std::to_string(limits.max_tensor_rank);
@@ -37,13 +36,12 @@ std::string check_tensor_shape(const std::vector<int64_t>& shape, const Limits& 
   return {};
 }
 
-at::Tensor tensor_from_bytes(at::ScalarType dtype, const std::vector<int64_t>& shape,
-                             const uint8_t* data, size_t nbytes) {
+at::Tensor tensor_from_bytes(at::ScalarType dtype, const std::vector<int64_t>& shape, const uint8_t* data,
+                             size_t nbytes) {
   if (dtype == at::kBool) {
     for (size_t i = 0; i < nbytes; ++i)
       if (data[i] > 1)
-        throw Error("bool tensor element " + std::to_string(i) + " is " + std::to_string(data[i]) +
-                    ", not 0 or 1");
+        throw Error("bool tensor element " + std::to_string(i) + " is " + std::to_string(data[i]) + ", not 0 or 1");
   }
   at::Tensor t = at::empty(shape, at::TensorOptions().dtype(dtype));
   TORCH_CHECK(static_cast<size_t>(t.numel()) * t.element_size() == nbytes, "tensor byte count mismatch");

@@ -25,8 +25,9 @@ class Validator {
            std::vector<KindMask>& kinds) {
     size_t n = g_.nodes.size();
     if (n > lim_.max_nodes)
-      throw ValidationError(0, SourceLoc{}, "graph of " + std::to_string(n) + " nodes exceeds the limit of " +
-                                                std::to_string(lim_.max_nodes));
+      throw ValidationError(
+          0, SourceLoc{},
+          "graph of " + std::to_string(n) + " nodes exceeds the limit of " + std::to_string(lim_.max_nodes));
     block_end.assign(n, kNoNode);
     else_of.assign(n, kNoNode);
     ops.assign(n, nullptr);
@@ -66,15 +67,15 @@ class Validator {
                    std::to_string(lim_.max_tensor_elements));
     constant_bytes_ += static_cast<uint64_t>(t.numel()) * t.element_size();
     if (constant_bytes_ > lim_.max_constant_bytes)
-      fail(id, "constant tensors total more than the limit of " + std::to_string(lim_.max_constant_bytes) +
-                   " bytes");
+      fail(id, "constant tensors total more than the limit of " + std::to_string(lim_.max_constant_bytes) + " bytes");
   }
 
   void check_value(NodeId id, const Value& v, uint64_t depth) {
-    if (depth > lim_.max_depth)
-      fail(id, "value nested deeper than the limit of " + std::to_string(lim_.max_depth));
+    if (depth > lim_.max_depth) fail(id, "value nested deeper than the limit of " + std::to_string(lim_.max_depth));
     switch (v.kind()) {
-      case ValueKind::Tensor: check_tensor(id, v.as_tensor(), "constant tensor"); break;
+      case ValueKind::Tensor:
+        check_tensor(id, v.as_tensor(), "constant tensor");
+        break;
       case ValueKind::List:
         if (v.as_list().size() > lim_.max_list_length) fail(id, "list exceeds the list length limit");
         for (const Value& x : v.as_list()) check_value(id, x, depth + 1);
@@ -99,8 +100,11 @@ class Validator {
       case ValueKind::Dtype:
         if (!dtype_code(v.as_dtype())) fail(id, "unsupported dtype");
         break;
-      case ValueKind::String: check_string(id, v.as_string(), "string constant"); break;
-      default: break;
+      case ValueKind::String:
+        check_string(id, v.as_string(), "string constant");
+        break;
+      default:
+        break;
     }
   }
 
@@ -115,8 +119,7 @@ class Validator {
         fail(id, "argument " + std::to_string(k) + " refers to node " + std::to_string(a) +
                      ", which does not come before it (references must point backwards)");
       if (!g_.nodes[a].has_value())
-        fail(id, "argument " + std::to_string(k) + " refers to " + g_.nodes[a].describe(a) +
-                     ", which has no value");
+        fail(id, "argument " + std::to_string(k) + " refers to " + g_.nodes[a].describe(a) + ", which has no value");
     }
   }
 
@@ -145,8 +148,8 @@ class Validator {
     if (kind) *kind = provider_key_kinds(pk->kind);
   }
 
-  void node(NodeId id, std::vector<NodeId>& block_end, std::vector<NodeId>& else_of,
-            std::vector<const OpDef*>& ops, std::vector<KindMask>& kinds) {
+  void node(NodeId id, std::vector<NodeId>& block_end, std::vector<NodeId>& else_of, std::vector<const OpDef*>& ops,
+            std::vector<KindMask>& kinds) {
     const Node& n = g_.nodes[id];
     check_string(id, n.loc.file, "source file name");
     switch (n.kind) {
@@ -187,11 +190,11 @@ class Validator {
           const FunctionDef* f = o_.functions->find(n.name);
           if (!f) fail(id, "function '" + n.name + "' is not registered on this worker");
           if (n.args.size() < f->min_args || n.args.size() > f->max_args)
-            fail(id, "function '" + n.name + "' takes " +
-                         (f->min_args == f->max_args
-                              ? std::to_string(f->min_args)
-                              : std::to_string(f->min_args) + " to " + std::to_string(f->max_args)) +
-                         " arguments, got " + std::to_string(n.args.size()));
+            fail(id,
+                 "function '" + n.name + "' takes " +
+                     (f->min_args == f->max_args ? std::to_string(f->min_args)
+                                                 : std::to_string(f->min_args) + " to " + std::to_string(f->max_args)) +
+                     " arguments, got " + std::to_string(n.args.size()));
         }
         kinds[id] = kinds::Any;
         break;
@@ -205,16 +208,16 @@ class Validator {
         check_args(id, n.args, 0);
         const IterRange& r = n.range;
         if (r.start < 0 || r.start > lim_.max_steps)
-          fail(id, "iteration start " + std::to_string(r.start) + " is outside [0, " +
-                       std::to_string(lim_.max_steps) + "]");
+          fail(id, "iteration start " + std::to_string(r.start) + " is outside [0, " + std::to_string(lim_.max_steps) +
+                       "]");
         if (r.stride < 1 || r.stride > lim_.max_steps)
           fail(id, "iteration stride " + std::to_string(r.stride) + " is outside [1, " +
                        std::to_string(lim_.max_steps) + "]");
         uint64_t product = blocks_.empty() ? 1 : blocks_.back().steps_product;
         if (!r.all) {
           if (r.stop < r.start || r.stop > lim_.max_steps)
-            fail(id, "iteration stop " + std::to_string(r.stop) + " is outside [start " +
-                         std::to_string(r.start) + ", " + std::to_string(lim_.max_steps) + "]");
+            fail(id, "iteration stop " + std::to_string(r.stop) + " is outside [start " + std::to_string(r.start) +
+                         ", " + std::to_string(lim_.max_steps) + "]");
           uint64_t count = static_cast<uint64_t>((r.stop - r.start + r.stride - 1) / r.stride);
           product *= std::max<uint64_t>(count, 1);  // both factors <= max_steps (2^20 default): no overflow
           if (product > static_cast<uint64_t>(lim_.max_steps))
@@ -244,12 +247,15 @@ class Validator {
         blocks_.pop_back();
         const Node& open = g_.nodes[b.node];
         if (b.is_iter && open.range.all && !b.has_direct_access)
-          fail(b.node, "an iteration over all steps needs a get or set at the iteration's step directly in "
-                       "its body (not inside a cond), so that each iteration waits for the model");
+          fail(b.node,
+               "an iteration over all steps needs a get or set at the iteration's step directly in "
+               "its body (not inside a cond), so that each iteration waits for the model");
         block_end[b.node] = id;
         break;
       }
-      case NodeKind::Stop: check_args(id, n.args, 0); break;
+      case NodeKind::Stop:
+        check_args(id, n.args, 0);
+        break;
       case NodeKind::External:
         check_args(id, n.args, 0);
         if (n.ext_invoke >= g_.invoke)
@@ -286,9 +292,9 @@ ValidatedGraph validate(Graph g, const ValidateOptions& options) {
   v.run(out.block_end_, out.else_of_, out.ops_, out.kinds_);
   uint64_t size = encoded_size(g);
   if (size > options.limits.max_encoded_bytes)
-    throw ValidationError(0, SourceLoc{}, "graph encodes to " + std::to_string(size) +
-                                              " bytes, over the limit of " +
-                                              std::to_string(options.limits.max_encoded_bytes));
+    throw ValidationError(0, SourceLoc{},
+                          "graph encodes to " + std::to_string(size) + " bytes, over the limit of " +
+                              std::to_string(options.limits.max_encoded_bytes));
   out.encoded_size_ = size;
   out.graph_ = std::move(g);
   return out;
@@ -298,24 +304,26 @@ void validate_trace(const std::vector<const Graph*>& graphs) {
   for (size_t i = 0; i < graphs.size(); ++i) {
     const Graph& g = *graphs[i];
     if (g.invoke != i)
-      throw ValidationError(0, SourceLoc{}, "graph " + std::to_string(i) + " of the trace says it is invoke " +
-                                                std::to_string(g.invoke));
+      throw ValidationError(
+          0, SourceLoc{}, "graph " + std::to_string(i) + " of the trace says it is invoke " + std::to_string(g.invoke));
     for (NodeId id = 0; id < g.nodes.size(); ++id) {
       const Node& n = g.nodes[id];
       if (n.kind != NodeKind::External) continue;
       std::string where = "invoke " + std::to_string(i) + ", " + n.describe(id);
       if (n.ext_invoke >= i)
-        throw ValidationError(id, n.loc, where + ": refers to invoke " + std::to_string(n.ext_invoke) +
-                                             ", which is not earlier");
+        throw ValidationError(id, n.loc,
+                              where + ": refers to invoke " + std::to_string(n.ext_invoke) + ", which is not earlier");
       const Graph& other = *graphs[n.ext_invoke];
       if (n.ext_node >= other.nodes.size())
-        throw ValidationError(id, n.loc, where + ": refers to node " + std::to_string(n.ext_node) +
-                                             " of invoke " + std::to_string(n.ext_invoke) + ", which has only " +
-                                             std::to_string(other.nodes.size()) + " nodes");
+        throw ValidationError(id, n.loc,
+                              where + ": refers to node " + std::to_string(n.ext_node) + " of invoke " +
+                                  std::to_string(n.ext_invoke) + ", which has only " +
+                                  std::to_string(other.nodes.size()) + " nodes");
       const Node& target = other.nodes[n.ext_node];
       if (!target.has_value())
-        throw ValidationError(id, n.loc, where + ": refers to invoke " + std::to_string(n.ext_invoke) + " " +
-                                             target.describe(n.ext_node) + ", which has no value");
+        throw ValidationError(id, n.loc,
+                              where + ": refers to invoke " + std::to_string(n.ext_invoke) + " " +
+                                  target.describe(n.ext_node) + ", which has no value");
     }
   }
 }

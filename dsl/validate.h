@@ -29,8 +29,14 @@ struct ValidateOptions {
   Limits limits;                                // sizes the graph must stay within
   const FunctionRegistry* functions = nullptr;  // set: Apply names and arities are checked
 
-  ValidateOptions& with_limits(const Limits& l) { limits = l; return *this; }
-  ValidateOptions& with_functions(const FunctionRegistry* f) { functions = f; return *this; }
+  ValidateOptions& with_limits(const Limits& l) {
+    limits = l;
+    return *this;
+  }
+  ValidateOptions& with_functions(const FunctionRegistry* f) {
+    functions = f;
+    return *this;
+  }
 };
 
 inline constexpr NodeId kNoNode = ~NodeId{0};

@@ -17,8 +17,7 @@ IndexItem IndexItem::make_int(int64_t i) {
   it.integer = i;
   return it;
 }
-IndexItem IndexItem::make_slice(std::optional<int64_t> start, std::optional<int64_t> stop,
-                                int64_t step) {
+IndexItem IndexItem::make_slice(std::optional<int64_t> start, std::optional<int64_t> stop, int64_t step) {
   IndexItem it;
   it.kind = Kind::Slice;
   it.start = start;
@@ -108,10 +107,14 @@ int64_t Value::as_int() const {
 }
 double Value::as_double() const {
   switch (kind()) {
-    case ValueKind::Double: return std::get<double>(v_);
-    case ValueKind::Int: return static_cast<double>(std::get<int64_t>(v_));
-    case ValueKind::Bool: return std::get<bool>(v_) ? 1.0 : 0.0;
-    default: wrong_kind(*this, "a number");
+    case ValueKind::Double:
+      return std::get<double>(v_);
+    case ValueKind::Int:
+      return static_cast<double>(std::get<int64_t>(v_));
+    case ValueKind::Bool:
+      return std::get<bool>(v_) ? 1.0 : 0.0;
+    default:
+      wrong_kind(*this, "a number");
   }
 }
 bool Value::as_bool() const {
@@ -160,20 +163,29 @@ std::string describe_tensor(const at::Tensor& t) {
 
 std::string Value::describe() const {
   switch (kind()) {
-    case ValueKind::None: return "none";
-    case ValueKind::Tensor: return describe_tensor(std::get<at::Tensor>(v_));
-    case ValueKind::Int: return "int " + std::to_string(std::get<int64_t>(v_));
+    case ValueKind::None:
+      return "none";
+    case ValueKind::Tensor:
+      return describe_tensor(std::get<at::Tensor>(v_));
+    case ValueKind::Int:
+      return "int " + std::to_string(std::get<int64_t>(v_));
     case ValueKind::Double: {
       std::ostringstream os;
       os << "double " << std::get<double>(v_);
       return os.str();
     }
-    case ValueKind::Bool: return std::get<bool>(v_) ? "bool true" : "bool false";
-    case ValueKind::List: return "list of " + std::to_string(as_list().size()) + " values";
-    case ValueKind::Tuple: return "tuple of " + std::to_string(as_tuple().size()) + " tensors";
-    case ValueKind::Index: return "index of " + std::to_string(as_index().size()) + " items";
-    case ValueKind::Dtype: return "dtype " + dtype_name(as_dtype());
-    case ValueKind::String: return "string \"" + as_string() + "\"";
+    case ValueKind::Bool:
+      return std::get<bool>(v_) ? "bool true" : "bool false";
+    case ValueKind::List:
+      return "list of " + std::to_string(as_list().size()) + " values";
+    case ValueKind::Tuple:
+      return "tuple of " + std::to_string(as_tuple().size()) + " tensors";
+    case ValueKind::Index:
+      return "index of " + std::to_string(as_index().size()) + " items";
+    case ValueKind::Dtype:
+      return "dtype " + dtype_name(as_dtype());
+    case ValueKind::String:
+      return "string \"" + as_string() + "\"";
   }
   return "?";
 }
@@ -191,11 +203,15 @@ bool identical_tensors(const at::Tensor& a, const at::Tensor& b) {
 bool identical(const IndexItem& a, const IndexItem& b) {
   if (a.kind != b.kind) return false;
   switch (a.kind) {
-    case IndexItem::Kind::Int: return a.integer == b.integer;
-    case IndexItem::Kind::Slice: return a.start == b.start && a.stop == b.stop && a.step == b.step;
+    case IndexItem::Kind::Int:
+      return a.integer == b.integer;
+    case IndexItem::Kind::Slice:
+      return a.start == b.start && a.stop == b.stop && a.step == b.step;
     case IndexItem::Kind::Ellipsis:
-    case IndexItem::Kind::None: return true;
-    case IndexItem::Kind::Tensor: return identical_tensors(a.tensor, b.tensor);
+    case IndexItem::Kind::None:
+      return true;
+    case IndexItem::Kind::Tensor:
+      return identical_tensors(a.tensor, b.tensor);
   }
   return false;
 }
@@ -203,14 +219,18 @@ bool identical(const IndexItem& a, const IndexItem& b) {
 bool identical(const Value& a, const Value& b) {
   if (a.kind() != b.kind()) return false;
   switch (a.kind()) {
-    case ValueKind::None: return true;
-    case ValueKind::Tensor: return identical_tensors(a.as_tensor(), b.as_tensor());
-    case ValueKind::Int: return a.as_int() == b.as_int();
+    case ValueKind::None:
+      return true;
+    case ValueKind::Tensor:
+      return identical_tensors(a.as_tensor(), b.as_tensor());
+    case ValueKind::Int:
+      return a.as_int() == b.as_int();
     case ValueKind::Double: {
       double x = a.as_double(), y = b.as_double();
       return std::memcmp(&x, &y, sizeof x) == 0;
     }
-    case ValueKind::Bool: return a.as_bool() == b.as_bool();
+    case ValueKind::Bool:
+      return a.as_bool() == b.as_bool();
     case ValueKind::List: {
       const auto &x = a.as_list(), &y = b.as_list();
       if (x.size() != y.size()) return false;
@@ -232,21 +252,22 @@ bool identical(const Value& a, const Value& b) {
         if (!identical(x[i], y[i])) return false;
       return true;
     }
-    case ValueKind::Dtype: return a.as_dtype() == b.as_dtype();
-    case ValueKind::String: return a.as_string() == b.as_string();
+    case ValueKind::Dtype:
+      return a.as_dtype() == b.as_dtype();
+    case ValueKind::String:
+      return a.as_string() == b.as_string();
   }
   return false;
 }
 
 namespace {
-uint64_t bytes_of(const at::Tensor& t) {
-  return t.defined() ? static_cast<uint64_t>(t.numel()) * t.element_size() : 0;
-}
+uint64_t bytes_of(const at::Tensor& t) { return t.defined() ? static_cast<uint64_t>(t.numel()) * t.element_size() : 0; }
 }  // namespace
 
 uint64_t tensor_bytes(const Value& v) {
   switch (v.kind()) {
-    case ValueKind::Tensor: return bytes_of(v.as_tensor());
+    case ValueKind::Tensor:
+      return bytes_of(v.as_tensor());
     case ValueKind::List: {
       uint64_t n = 0;
       for (const auto& x : v.as_list()) n += tensor_bytes(x);
@@ -263,7 +284,8 @@ uint64_t tensor_bytes(const Value& v) {
         if (it.kind == IndexItem::Kind::Tensor) n += bytes_of(it.tensor);
       return n;
     }
-    default: return 0;
+    default:
+      return 0;
   }
 }
 

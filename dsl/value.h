@@ -27,8 +27,7 @@ struct IndexItem {
   at::Tensor tensor;             // Tensor: a boolean mask or integer indices
 
   static IndexItem make_int(int64_t i);
-  static IndexItem make_slice(std::optional<int64_t> start, std::optional<int64_t> stop,
-                              int64_t step = 1);
+  static IndexItem make_slice(std::optional<int64_t> start, std::optional<int64_t> stop, int64_t step = 1);
   static IndexItem make_ellipsis();
   static IndexItem make_none();
   static IndexItem make_tensor(at::Tensor t);
@@ -83,8 +82,8 @@ class Value {
 
  private:
   // Alternative order = ValueKind order.
-  std::variant<std::monostate, at::Tensor, int64_t, double, bool, std::vector<Value>, TensorTuple,
-               IndexSpec, at::ScalarType, std::string>
+  std::variant<std::monostate, at::Tensor, int64_t, double, bool, std::vector<Value>, TensorTuple, IndexSpec,
+               at::ScalarType, std::string>
       v_;
 };
 

@@ -4,16 +4,26 @@ namespace nnsight::dsl {
 
 const char* kind_name(ValueKind k) {
   switch (k) {
-    case ValueKind::None: return "none";
-    case ValueKind::Tensor: return "tensor";
-    case ValueKind::Int: return "int";
-    case ValueKind::Double: return "double";
-    case ValueKind::Bool: return "bool";
-    case ValueKind::List: return "list";
-    case ValueKind::Tuple: return "tuple";
-    case ValueKind::Index: return "index";
-    case ValueKind::Dtype: return "dtype";
-    case ValueKind::String: return "string";
+    case ValueKind::None:
+      return "none";
+    case ValueKind::Tensor:
+      return "tensor";
+    case ValueKind::Int:
+      return "int";
+    case ValueKind::Double:
+      return "double";
+    case ValueKind::Bool:
+      return "bool";
+    case ValueKind::List:
+      return "list";
+    case ValueKind::Tuple:
+      return "tuple";
+    case ValueKind::Index:
+      return "index";
+    case ValueKind::Dtype:
+      return "dtype";
+    case ValueKind::String:
+      return "string";
   }
   return "?";
 }

@@ -16,9 +16,9 @@ enum class ValueKind : uint8_t {
   Int = 2,     // int64
   Double = 3,  // float64
   Bool = 4,
-  List = 5,    // list of values (any kinds)
-  Tuple = 6,   // tuple of tensors, as modules return; an undefined tensor is None
-  Index = 7,   // index spec: x[1, 2:-1, ..., None, mask]
+  List = 5,   // list of values (any kinds)
+  Tuple = 6,  // tuple of tensors, as modules return; an undefined tensor is None
+  Index = 7,  // index spec: x[1, 2:-1, ..., None, mask]
   Dtype = 8,
   String = 9,
 };

@@ -99,8 +99,10 @@ std::shared_ptr<Store> open_store(const Rendezvous& where, int rank, int world_s
 #else
 
 std::shared_ptr<Store> open_store(const Rendezvous& where, int, int, std::chrono::milliseconds) {
-  throw ConfigError("this LibTorch (" TORCH_VERSION ") was built without torch.distributed (c10d); "
-                    "tensor parallelism over the rendezvous " + where.str() + " is not available");
+  throw ConfigError("this LibTorch (" TORCH_VERSION
+                    ") was built without torch.distributed (c10d); "
+                    "tensor parallelism over the rendezvous " +
+                    where.str() + " is not available");
 }
 
 #endif
@@ -160,8 +162,8 @@ class GlooProcessGroup final : public ProcessGroup {
       auto work = start();
       work->wait();
     } catch (const std::exception& e) {
-      throw CollectiveError(std::string("tensor-parallel ") + what + " failed on rank " + std::to_string(rank_) + " of " +
-                  std::to_string(world_) + " (gloo): " + message_of(e));
+      throw CollectiveError(std::string("tensor-parallel ") + what + " failed on rank " + std::to_string(rank_) +
+                            " of " + std::to_string(world_) + " (gloo): " + message_of(e));
     }
   }
 
@@ -180,9 +182,12 @@ std::shared_ptr<ProcessGroup> make_gloo_process_group(const std::shared_ptr<Stor
   try {
     auto opts = c10d::ProcessGroupGloo::Options::create(timeout);
     const char* ifname = std::getenv("GLOO_SOCKET_IFNAME");
-    if (ifname && *ifname) opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(ifname));
-    else if (where.loopback()) opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
-    else opts->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
+    if (ifname && *ifname)
+      opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(ifname));
+    else if (where.loopback())
+      opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
+    else
+      opts->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
     auto pg = c10::make_intrusive<c10d::ProcessGroupGloo>(c10d_store->c10d(), rank, world_size, opts);
     return std::make_shared<GlooProcessGroup>(std::move(pg), rank, world_size);
   } catch (const std::exception& e) {
@@ -197,7 +202,8 @@ bool gloo_available() { return false; }
 
 std::shared_ptr<ProcessGroup> make_gloo_process_group(const std::shared_ptr<Store>&, const Rendezvous&, int, int,
                                                       std::chrono::milliseconds) {
-  throw ConfigError("this LibTorch (" TORCH_VERSION ") has no gloo backend (c10d ProcessGroupGloo); "
+  throw ConfigError("this LibTorch (" TORCH_VERSION
+                    ") has no gloo backend (c10d ProcessGroupGloo); "
                     "CPU tensor parallelism needs it (Debian: install libgloo-dev)");
 }
 

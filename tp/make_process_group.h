@@ -19,12 +19,30 @@ struct ProcessGroupOptions {
   int device = 0;                // CUDA device index (nccl)
   std::chrono::milliseconds timeout{std::chrono::minutes(15)};  // rendezvous and per-collective limit (gloo)
 
-  ProcessGroupOptions& with_backend(std::string v) { backend = std::move(v); return *this; }
-  ProcessGroupOptions& with_rendezvous(std::string v) { rendezvous = std::move(v); return *this; }
-  ProcessGroupOptions& with_rank(int v) { rank = v; return *this; }
-  ProcessGroupOptions& with_world_size(int v) { world_size = v; return *this; }
-  ProcessGroupOptions& with_device(int v) { device = v; return *this; }
-  ProcessGroupOptions& with_timeout(std::chrono::milliseconds v) { timeout = v; return *this; }
+  ProcessGroupOptions& with_backend(std::string v) {
+    backend = std::move(v);
+    return *this;
+  }
+  ProcessGroupOptions& with_rendezvous(std::string v) {
+    rendezvous = std::move(v);
+    return *this;
+  }
+  ProcessGroupOptions& with_rank(int v) {
+    rank = v;
+    return *this;
+  }
+  ProcessGroupOptions& with_world_size(int v) {
+    world_size = v;
+    return *this;
+  }
+  ProcessGroupOptions& with_device(int v) {
+    device = v;
+    return *this;
+  }
+  ProcessGroupOptions& with_timeout(std::chrono::milliseconds v) {
+    timeout = v;
+    return *this;
+  }
 };
 
 // Throws nnsight::ConfigError for a bad backend, rank or rendezvous, and

@@ -28,12 +28,15 @@ void release_to_placeholder(at::Tensor& param) {
   param.set_(ph.storage(), ph.storage_offset(), ph.sizes(), ph.strides());
 }
 
-ColumnParallelLinear::ColumnParallelLinear(int64_t in_features, bool has_bias, ParallelContext ctx,
-                                           ShardLayout layout, bool gather_output, const at::TensorOptions& options)
-    : Module("Linear"), in_(in_features), ctx_(std::move(ctx)), layout_(std::move(layout)),
+ColumnParallelLinear::ColumnParallelLinear(int64_t in_features, bool has_bias, ParallelContext ctx, ShardLayout layout,
+                                           bool gather_output, const at::TensorOptions& options)
+    : Module("Linear"),
+      in_(in_features),
+      ctx_(std::move(ctx)),
+      layout_(std::move(layout)),
       gather_output_(gather_output) {
-  TORCH_CHECK(layout_.world_size() == ctx_.world_size(), "ColumnParallelLinear: layout for ",
-              layout_.world_size(), " ranks in a group of ", ctx_.world_size());
+  TORCH_CHECK(layout_.world_size() == ctx_.world_size(), "ColumnParallelLinear: layout for ", layout_.world_size(),
+              " ranks in a group of ", ctx_.world_size());
   const int64_t local = layout_.local_size();
   weight = register_parameter("weight", lazy_zeros({local, in_}, options), /*requires_grad=*/false);
   if (has_bias) bias = register_parameter("bias", at::zeros({local}, options), false);
@@ -101,7 +104,8 @@ at::Tensor RowParallelLinear::forward(const at::Tensor& x) {
   return invoke(x, [&](const at::Tensor& in) {
     if (ctx_.single()) return packed_ ? kernels::packed_linear(in, *packed_, bias) : kernels::linear(in, weight, bias);
     // [T, out], partial sum over this rank's columns
-    at::Tensor y = packed_ ? kernels::packed_linear(in, *packed_, at::Tensor()) : kernels::linear(in, weight, at::Tensor());
+    at::Tensor y =
+        packed_ ? kernels::packed_linear(in, *packed_, at::Tensor()) : kernels::linear(in, weight, at::Tensor());
     ctx_.group->all_reduce_sum(y);
     if (bias.defined()) y.add_(bias);
     return y;

@@ -37,8 +37,8 @@ class ColumnParallelLinear : public Module {
   // `layout` says which whole-weight rows every rank holds; this rank's
   // ranges are concatenated in order (several for fused projections such as
   // GPT-2's c_attn). layout.whole() is out_features.
-  ColumnParallelLinear(int64_t in_features, bool bias, ParallelContext ctx, ShardLayout layout,
-                       bool gather_output, const at::TensorOptions& options);
+  ColumnParallelLinear(int64_t in_features, bool bias, ParallelContext ctx, ShardLayout layout, bool gather_output,
+                       const at::TensorOptions& options);
 
   at::Tensor forward(const at::Tensor& x);  // [T, in] -> [T, local_out] (or [T, out] gathered)
   void load_weights(const WeightSource& source) override;

@@ -8,8 +8,7 @@ namespace nnsight::tp {
 
 namespace {
 [[noreturn]] void bad(const std::string& spec, const std::string& why) {
-  throw ConfigError("tensor-parallel rendezvous '" + spec + "' " + why +
-                    " (expected file:///path or tcp://host:port)");
+  throw ConfigError("tensor-parallel rendezvous '" + spec + "' " + why + " (expected file:///path or tcp://host:port)");
 }
 }  // namespace
 

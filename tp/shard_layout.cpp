@@ -30,8 +30,8 @@ ShardLayout::ShardLayout(int64_t whole, std::vector<std::vector<RowRange>> ranks
   for (size_t r = 0; r < ranks_.size(); ++r) {
     int64_t local = 0;
     for (const auto& range : ranks_[r]) {
-      TORCH_CHECK(range.start >= 0 && range.length > 0 && range.start + range.length <= whole_,
-                  "ShardLayout: range [", range.start, ", +", range.length, ") outside [0, ", whole_, ")");
+      TORCH_CHECK(range.start >= 0 && range.length > 0 && range.start + range.length <= whole_, "ShardLayout: range [",
+                  range.start, ", +", range.length, ") outside [0, ", whole_, ")");
       for (int64_t i = 0; i < range.length; ++i) {
         int64_t& o = owner[static_cast<size_t>(range.start + i)];
         if (o < 0) o = offset + local + i;

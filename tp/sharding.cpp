@@ -26,8 +26,7 @@ at::Tensor LastDimSharding::gather(const at::Tensor& local) const {
 at::Tensor LastDimSharding::reshard(const at::Tensor& whole) const {
   const int64_t last = whole.dim() - 1;
   TORCH_CHECK(whole.dim() >= 1 && whole.size(last) == layout_.whole(), "LastDimSharding: whole tensor has ",
-              whole.dim() >= 1 ? whole.size(last) : 0, " positions in its last dimension, expected ",
-              layout_.whole());
+              whole.dim() >= 1 ? whole.size(last) : 0, " positions in its last dimension, expected ", layout_.whole());
   const auto& ranges = layout_.ranges(ctx_.rank());
   if (ranges.size() == 1) return whole.narrow(last, ranges[0].start, ranges[0].length).contiguous();
   std::vector<at::Tensor> parts;

@@ -24,7 +24,6 @@ class Store {
 // Opens (rank 0 of a TCP rendezvous: serves) the store. Waits up to
 // `timeout` for the other ranks; throws nnsight::Error naming the
 // rendezvous when it cannot.
-std::shared_ptr<Store> open_store(const Rendezvous& where, int rank, int world_size,
-                                  std::chrono::milliseconds timeout);
+std::shared_ptr<Store> open_store(const Rendezvous& where, int rank, int world_size, std::chrono::milliseconds timeout);
 
 }  // namespace nnsight::tp

@@ -12,9 +12,7 @@
 namespace nnsight::bench {
 
 namespace {
-double now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
+double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 }  // namespace
 
 double measure_copy_bandwidth(int64_t bytes) {

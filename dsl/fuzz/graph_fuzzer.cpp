@@ -29,12 +29,9 @@ using namespace nnsight::dsl;
 // Small enough that every iteration stays fast; the logic is the same as
 // with the defaults.
 const Limits& fuzz_limits() {
-  static const Limits l = Limits()
-                              .nodes(4096)
-                              .constant_bytes(1u << 20)
-                              .tensor_elements(1u << 18)
-                              .encoded_bytes(1u << 20)
-                              .list_length(1u << 14);
+  static const Limits l =
+      Limits().nodes(4096).constant_bytes(1u << 20).tensor_elements(1u << 18).encoded_bytes(1u << 20).list_length(
+          1u << 14);
   return l;
 }
 

@@ -19,62 +19,92 @@ bool is_compare(Bin op) { return op >= Bin::Lt; }
 // LibTorch on (tensor, tensor) and (tensor, scalar).
 at::Tensor tensor_tensor(Bin op, const at::Tensor& a, const at::Tensor& b) {
   switch (op) {
-    case Bin::Add: return at::add(a, b);
-    case Bin::Sub: return at::sub(a, b);
-    case Bin::Mul: return at::mul(a, b);
-    case Bin::Div: return at::div(a, b);
-    case Bin::Pow: return at::pow(a, b);
-    case Bin::Lt: return at::lt(a, b);
-    case Bin::Le: return at::le(a, b);
-    case Bin::Gt: return at::gt(a, b);
-    case Bin::Ge: return at::ge(a, b);
-    case Bin::Eq: return at::eq(a, b);
-    case Bin::Ne: return at::ne(a, b);
+    case Bin::Add:
+      return at::add(a, b);
+    case Bin::Sub:
+      return at::sub(a, b);
+    case Bin::Mul:
+      return at::mul(a, b);
+    case Bin::Div:
+      return at::div(a, b);
+    case Bin::Pow:
+      return at::pow(a, b);
+    case Bin::Lt:
+      return at::lt(a, b);
+    case Bin::Le:
+      return at::le(a, b);
+    case Bin::Gt:
+      return at::gt(a, b);
+    case Bin::Ge:
+      return at::ge(a, b);
+    case Bin::Eq:
+      return at::eq(a, b);
+    case Bin::Ne:
+      return at::ne(a, b);
   }
   TORCH_CHECK(false, "unreachable");
 }
 
 at::Tensor tensor_scalar(Bin op, const at::Tensor& a, const at::Scalar& b) {
   switch (op) {
-    case Bin::Add: return at::add(a, b);
-    case Bin::Sub: return at::sub(a, b);
-    case Bin::Mul: return at::mul(a, b);
-    case Bin::Div: return at::div(a, b);
-    case Bin::Pow: return at::pow(a, b);
-    case Bin::Lt: return at::lt(a, b);
-    case Bin::Le: return at::le(a, b);
-    case Bin::Gt: return at::gt(a, b);
-    case Bin::Ge: return at::ge(a, b);
-    case Bin::Eq: return at::eq(a, b);
-    case Bin::Ne: return at::ne(a, b);
+    case Bin::Add:
+      return at::add(a, b);
+    case Bin::Sub:
+      return at::sub(a, b);
+    case Bin::Mul:
+      return at::mul(a, b);
+    case Bin::Div:
+      return at::div(a, b);
+    case Bin::Pow:
+      return at::pow(a, b);
+    case Bin::Lt:
+      return at::lt(a, b);
+    case Bin::Le:
+      return at::le(a, b);
+    case Bin::Gt:
+      return at::gt(a, b);
+    case Bin::Ge:
+      return at::ge(a, b);
+    case Bin::Eq:
+      return at::eq(a, b);
+    case Bin::Ne:
+      return at::ne(a, b);
   }
   TORCH_CHECK(false, "unreachable");
 }
 
 at::Tensor scalar_tensor(Bin op, const at::Scalar& a, const at::Tensor& b) {
   switch (op) {
-    case Bin::Add: return at::add(b, a);
-    case Bin::Sub: return at::rsub(b, a);
-    case Bin::Mul: return at::mul(b, a);
+    case Bin::Add:
+      return at::add(b, a);
+    case Bin::Sub:
+      return at::rsub(b, a);
+    case Bin::Mul:
+      return at::mul(b, a);
     case Bin::Div:
       // a / b: a 0-dim tensor of the promoted type keeps LibTorch's promotion.
       return at::div(at::scalar_tensor(a, b.options().dtype(at::result_type(b, a))), b);
-    case Bin::Pow: return at::pow(a, b);
-    case Bin::Lt: return at::gt(b, a);
-    case Bin::Le: return at::ge(b, a);
-    case Bin::Gt: return at::lt(b, a);
-    case Bin::Ge: return at::le(b, a);
-    case Bin::Eq: return at::eq(b, a);
-    case Bin::Ne: return at::ne(b, a);
+    case Bin::Pow:
+      return at::pow(a, b);
+    case Bin::Lt:
+      return at::gt(b, a);
+    case Bin::Le:
+      return at::ge(b, a);
+    case Bin::Gt:
+      return at::lt(b, a);
+    case Bin::Ge:
+      return at::le(b, a);
+    case Bin::Eq:
+      return at::eq(b, a);
+    case Bin::Ne:
+      return at::ne(b, a);
   }
   TORCH_CHECK(false, "unreachable");
 }
 
 bool is_int_like(const Value& v) { return v.is(ValueKind::Int) || v.is(ValueKind::Bool); }
 
-[[noreturn]] void overflow(const char* what) {
-  throw Error(std::string("integer overflow in ") + what);
-}
+[[noreturn]] void overflow(const char* what) { throw Error(std::string("integer overflow in ") + what); }
 
 int64_t int_pow(int64_t base, int64_t exp) {
   int64_t result = 1;
@@ -93,12 +123,20 @@ Value number_number(Bin op, const Value& a, const Value& b) {
     bool r;
     if (is_int_like(a) && is_int_like(b)) {
       int64_t x = a.as_int(), y = b.as_int();
-      r = op == Bin::Lt ? x < y : op == Bin::Le ? x <= y : op == Bin::Gt ? x > y
-        : op == Bin::Ge ? x >= y : op == Bin::Eq ? x == y : x != y;
+      r = op == Bin::Lt   ? x < y
+          : op == Bin::Le ? x <= y
+          : op == Bin::Gt ? x > y
+          : op == Bin::Ge ? x >= y
+          : op == Bin::Eq ? x == y
+                          : x != y;
     } else {
       double x = a.as_double(), y = b.as_double();
-      r = op == Bin::Lt ? x < y : op == Bin::Le ? x <= y : op == Bin::Gt ? x > y
-        : op == Bin::Ge ? x >= y : op == Bin::Eq ? x == y : x != y;
+      r = op == Bin::Lt   ? x < y
+          : op == Bin::Le ? x <= y
+          : op == Bin::Gt ? x > y
+          : op == Bin::Ge ? x >= y
+          : op == Bin::Eq ? x == y
+                          : x != y;
     }
     return Value::boolean(r);
   }
@@ -110,23 +148,35 @@ Value number_number(Bin op, const Value& a, const Value& b) {
   if (is_int_like(a) && is_int_like(b)) {
     int64_t x = a.as_int(), y = b.as_int(), r = 0;
     switch (op) {
-      case Bin::Add: if (__builtin_add_overflow(x, y, &r)) overflow("add"); return Value::integer(r);
-      case Bin::Sub: if (__builtin_sub_overflow(x, y, &r)) overflow("sub"); return Value::integer(r);
-      case Bin::Mul: if (__builtin_mul_overflow(x, y, &r)) overflow("mul"); return Value::integer(r);
+      case Bin::Add:
+        if (__builtin_add_overflow(x, y, &r)) overflow("add");
+        return Value::integer(r);
+      case Bin::Sub:
+        if (__builtin_sub_overflow(x, y, &r)) overflow("sub");
+        return Value::integer(r);
+      case Bin::Mul:
+        if (__builtin_mul_overflow(x, y, &r)) overflow("mul");
+        return Value::integer(r);
       case Bin::Pow:
         if (y >= 0) return Value::integer(int_pow(x, y));
         if (x == 0) throw Error("zero to a negative power");
         return Value::real(std::pow(static_cast<double>(x), static_cast<double>(y)));
-      default: break;
+      default:
+        break;
     }
   }
   double x = a.as_double(), y = b.as_double();
   switch (op) {
-    case Bin::Add: return Value::real(x + y);
-    case Bin::Sub: return Value::real(x - y);
-    case Bin::Mul: return Value::real(x * y);
-    case Bin::Pow: return Value::real(std::pow(x, y));
-    default: break;
+    case Bin::Add:
+      return Value::real(x + y);
+    case Bin::Sub:
+      return Value::real(x - y);
+    case Bin::Mul:
+      return Value::real(x * y);
+    case Bin::Pow:
+      return Value::real(std::pow(x, y));
+    default:
+      break;
   }
   TORCH_CHECK(false, "unreachable");
 }
@@ -204,11 +254,7 @@ void register_arith_ops(OpRegistry& r) {
       {"ne", "at::ne(self, other)", binary<Bin::Ne>, compare_result},
   };
   for (const B& b : ops)
-    r.add(b.name, "arith", b.doc)
-        .tensor_or_number("self")
-        .tensor_or_number("other")
-        .returns(b.result)
-        .impl(b.fn);
+    r.add(b.name, "arith", b.doc).tensor_or_number("self").tensor_or_number("other").returns(b.result).impl(b.fn);
   r.add("neg", "arith", "at::neg(self)").tensor_or_number("self").returns(arith_result).impl(neg);
 }
 

@@ -16,8 +16,7 @@ namespace {
 // type in float32 and then converted.
 Value randn_like(const OpArgs& a) {
   const at::Tensor& t = a.tensor(0);
-  if (!at::isFloatingType(t.scalar_type()))
-    a.fail(0, "randn_like needs a floating tensor, got " + Value(t).describe());
+  if (!at::isFloatingType(t.scalar_type())) a.fail(0, "randn_like needs a floating tensor, got " + Value(t).describe());
   uint64_t seed = static_cast<uint64_t>(a.integer(1));
   at::Generator gen = at::make_generator<at::CPUGeneratorImpl>(seed);
   at::ScalarType draw = t.scalar_type() == at::kDouble ? at::kDouble : at::kFloat;
@@ -50,20 +49,27 @@ Value where(const OpArgs& a) {
 
 void register_factory_ops(OpRegistry& r) {
   r.add("zeros_like", "factory", "at::zeros_like(self)")
-      .tensor("self").returns(kinds::Tensor)
+      .tensor("self")
+      .returns(kinds::Tensor)
       .impl([](const OpArgs& a) -> Value { return at::zeros_like(a.tensor(0)); });
   r.add("ones_like", "factory", "at::ones_like(self)")
-      .tensor("self").returns(kinds::Tensor)
+      .tensor("self")
+      .returns(kinds::Tensor)
       .impl([](const OpArgs& a) -> Value { return at::ones_like(a.tensor(0)); });
   r.add("full_like", "factory", "at::full_like(self, fill_value)")
-      .tensor("self").param("fill_value", kinds::Number).returns(kinds::Tensor)
+      .tensor("self")
+      .param("fill_value", kinds::Number)
+      .returns(kinds::Tensor)
       .impl([](const OpArgs& a) -> Value { return at::full_like(a.tensor(0), a.scalar(1)); });
-  r.add("randn_like", "factory",
-        "at::randn(self.sizes(), CPU generator seeded with seed).to(self.options())")
-      .tensor("self").integer("seed").returns(kinds::Tensor)
+  r.add("randn_like", "factory", "at::randn(self.sizes(), CPU generator seeded with seed).to(self.options())")
+      .tensor("self")
+      .integer("seed")
+      .returns(kinds::Tensor)
       .impl(randn_like);
   r.add("where", "factory", "at::where(condition, self, other); numbers allowed for self/other")
-      .tensor("condition").tensor_or_number("self").tensor_or_number("other")
+      .tensor("condition")
+      .tensor_or_number("self")
+      .tensor_or_number("other")
       .returns(kinds::Tensor)
       .impl(where);
 }

@@ -61,10 +61,8 @@ Value setitem(const OpArgs& a) {
 }  // namespace
 
 void register_index_ops(OpRegistry& r) {
-  constexpr KindMask kIndexLike =
-      kinds::Index | kinds::Int | kinds::None | kinds::Tensor | kinds::List;
-  r.add("getitem", "index",
-        "self.index(indices) for a tensor; element i of a tuple or list (tuple element access)")
+  constexpr KindMask kIndexLike = kinds::Index | kinds::Int | kinds::None | kinds::Tensor | kinds::List;
+  r.add("getitem", "index", "self.index(indices) for a tensor; element i of a tuple or list (tuple element access)")
       .param("self", kinds::Tensor | kinds::Tuple | kinds::List)
       .param("index", kIndexLike)
       .returns(kinds::Any)

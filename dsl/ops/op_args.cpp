@@ -7,8 +7,7 @@
 namespace nnsight::dsl {
 
 void OpArgs::fail(size_t i, const std::string& what) const {
-  throw Error("argument " + std::to_string(i) + " ('" + def_.param(i).name + "') of '" + def_.name +
-              "': " + what);
+  throw Error("argument " + std::to_string(i) + " ('" + def_.param(i).name + "') of '" + def_.name + "': " + what);
 }
 
 const Value& OpArgs::operator[](size_t i) const {
@@ -51,10 +50,14 @@ bool OpArgs::boolean(size_t i) const {
 at::Scalar OpArgs::scalar(size_t i) const {
   const Value& v = (*this)[i];
   switch (v.kind()) {
-    case ValueKind::Int: return at::Scalar(v.as_int());
-    case ValueKind::Double: return at::Scalar(v.as_double());
-    case ValueKind::Bool: return at::Scalar(v.as_bool());
-    default: fail(i, "expected a number, got " + v.describe());
+    case ValueKind::Int:
+      return at::Scalar(v.as_int());
+    case ValueKind::Double:
+      return at::Scalar(v.as_double());
+    case ValueKind::Bool:
+      return at::Scalar(v.as_bool());
+    default:
+      fail(i, "expected a number, got " + v.describe());
   }
 }
 

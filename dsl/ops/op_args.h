@@ -32,8 +32,8 @@ class OpArgs {
   std::optional<int64_t> opt_integer(size_t i) const;  // none -> nullopt
   double real(size_t i) const;                         // int and bool also accepted
   bool boolean(size_t i) const;
-  at::Scalar scalar(size_t i) const;                   // int/double/bool as a Scalar
-  std::vector<int64_t> int_list(size_t i) const;       // an int or a list of ints
+  at::Scalar scalar(size_t i) const;                                 // int/double/bool as a Scalar
+  std::vector<int64_t> int_list(size_t i) const;                     // an int or a list of ints
   std::optional<std::vector<int64_t>> opt_int_list(size_t i) const;  // none -> nullopt
   at::ScalarType dtype(size_t i) const;
   const std::string& string(size_t i) const;

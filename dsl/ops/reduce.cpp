@@ -30,29 +30,39 @@ Value minmax(const OpArgs& a) {
 void register_reduce_ops(OpRegistry& r) {
   const KindMask kOptDims = kinds::None | kinds::Int | kinds::List;
   r.add("sum", "reduce", "self.sum() (dim none) or self.sum(dim, keepdim)")
-      .tensor("self").param("dim", kOptDims, Value()).boolean("keepdim", false)
+      .tensor("self")
+      .param("dim", kOptDims, Value())
+      .boolean("keepdim", false)
       .returns(kinds::Tensor)
       .impl([](const OpArgs& a) -> Value {
         auto dims = a.opt_int_list(1);
         return dims ? a.tensor(0).sum(*dims, a.boolean(2)) : a.tensor(0).sum();
       });
   r.add("mean", "reduce", "self.mean() (dim none) or self.mean(dim, keepdim)")
-      .tensor("self").param("dim", kOptDims, Value()).boolean("keepdim", false)
+      .tensor("self")
+      .param("dim", kOptDims, Value())
+      .boolean("keepdim", false)
       .returns(kinds::Tensor)
       .impl([](const OpArgs& a) -> Value {
         auto dims = a.opt_int_list(1);
         return dims ? a.tensor(0).mean(*dims, a.boolean(2)) : a.tensor(0).mean();
       });
   r.add("max", "reduce", "self.max() (dim none), or self.max(dim, keepdim) -> (values, indices)")
-      .tensor("self").param("dim", kinds::None | kinds::Int, Value()).boolean("keepdim", false)
+      .tensor("self")
+      .param("dim", kinds::None | kinds::Int, Value())
+      .boolean("keepdim", false)
       .returns(minmax_result)
       .impl(minmax<true>);
   r.add("min", "reduce", "self.min() (dim none), or self.min(dim, keepdim) -> (values, indices)")
-      .tensor("self").param("dim", kinds::None | kinds::Int, Value()).boolean("keepdim", false)
+      .tensor("self")
+      .param("dim", kinds::None | kinds::Int, Value())
+      .boolean("keepdim", false)
       .returns(minmax_result)
       .impl(minmax<false>);
   r.add("argmax", "reduce", "self.argmax(dim, keepdim); dim none: index into the flattened tensor")
-      .tensor("self").param("dim", kinds::None | kinds::Int, Value()).boolean("keepdim", false)
+      .tensor("self")
+      .param("dim", kinds::None | kinds::Int, Value())
+      .boolean("keepdim", false)
       .returns(kinds::Tensor)
       .impl([](const OpArgs& a) -> Value {
         auto dim = a.opt_integer(1);
@@ -61,7 +71,10 @@ void register_reduce_ops(OpRegistry& r) {
         return at::argmax(a.tensor(0), d, a.boolean(2));
       });
   r.add("topk", "reduce", "self.topk(k, dim, largest, sorted) -> (values, indices)")
-      .tensor("self").integer("k").integer("dim", -1).boolean("largest", true)
+      .tensor("self")
+      .integer("k")
+      .integer("dim", -1)
+      .boolean("largest", true)
       .boolean("sorted", true)
       .returns(kinds::Tuple)
       .impl([](const OpArgs& a) -> Value {
@@ -69,8 +82,10 @@ void register_reduce_ops(OpRegistry& r) {
         return Value::tuple({std::get<0>(vi), std::get<1>(vi)});
       });
   r.add("norm", "reduce", "at::norm(self, p) (dim none) or at::norm(self, p, dim, keepdim)")
-      .tensor("self").param("p", kinds::Number, Value::real(2.0))
-      .param("dim", kOptDims, Value()).boolean("keepdim", false)
+      .tensor("self")
+      .param("p", kinds::Number, Value::real(2.0))
+      .param("dim", kOptDims, Value())
+      .boolean("keepdim", false)
       .returns(kinds::Tensor)
       .impl([](const OpArgs& a) -> Value {
         at::Scalar p = a.scalar(1);

@@ -22,24 +22,27 @@ const OpParam& OpDef::param(size_t i) const {
   return kNone;
 }
 
-KindMask OpDef::result_kind(const KindMask* args, size_t n) const {
-  return result_fn ? result_fn(args, n) : result;
-}
+KindMask OpDef::result_kind(const KindMask* args, size_t n) const { return result_fn ? result_fn(args, n) : result; }
 
 namespace {
 // A default value as it would be written: 0, 2.0, false, none, "tanh".
 std::string literal(const Value& v) {
   switch (v.kind()) {
-    case ValueKind::None: return "none";
-    case ValueKind::Int: return std::to_string(v.as_int());
+    case ValueKind::None:
+      return "none";
+    case ValueKind::Int:
+      return std::to_string(v.as_int());
     case ValueKind::Double: {
       std::string d = std::to_string(v.as_double());
       while (d.size() > 1 && d.back() == '0' && d[d.size() - 2] != '.') d.pop_back();
       return d;
     }
-    case ValueKind::Bool: return v.as_bool() ? "true" : "false";
-    case ValueKind::String: return "\"" + v.as_string() + "\"";
-    default: return v.describe();
+    case ValueKind::Bool:
+      return v.as_bool() ? "true" : "false";
+    case ValueKind::String:
+      return "\"" + v.as_string() + "\"";
+    default:
+      return v.describe();
   }
 }
 }  // namespace

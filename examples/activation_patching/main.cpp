@@ -17,10 +17,14 @@ int main(int argc, char** argv) {
   std::string target = "The Colosseum is located in the city of";
   int layer = 25;
   for (int i = 1; i + 1 < argc; i += 2) {
-    if (!std::strcmp(argv[i], "--model")) model = argv[i + 1];
-    else if (!std::strcmp(argv[i], "--layer")) layer = std::atoi(argv[i + 1]);
-    else if (!std::strcmp(argv[i], "--source")) source = argv[i + 1];
-    else if (!std::strcmp(argv[i], "--target")) target = argv[i + 1];
+    if (!std::strcmp(argv[i], "--model"))
+      model = argv[i + 1];
+    else if (!std::strcmp(argv[i], "--layer"))
+      layer = std::atoi(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--source"))
+      source = argv[i + 1];
+    else if (!std::strcmp(argv[i], "--target"))
+      target = argv[i + 1];
     else {
       std::fprintf(stderr, "usage: activation_patching [--model M] [--layer L] [--source TEXT] [--target TEXT]\n");
       return 2;

@@ -34,11 +34,16 @@ int main(int argc, char** argv) {
       }
       return argv[++i];
     };
-    if (a == "--engine-id") engine_id = value();
-    else if (a == "--rank") rank = std::atoi(value().c_str());
-    else if (a == "--out") out = value();
-    else if (a == "--wait-s") wait_s = std::atof(value().c_str());
-    else if (a == "--quiet") quiet = true;
+    if (a == "--engine-id")
+      engine_id = value();
+    else if (a == "--rank")
+      rank = std::atoi(value().c_str());
+    else if (a == "--out")
+      out = value();
+    else if (a == "--wait-s")
+      wait_s = std::atof(value().c_str());
+    else if (a == "--quiet")
+      quiet = true;
     else {
       std::fprintf(stderr, "usage: capture_reader --engine-id ID [--rank R] [--out FILE] [--wait-s S] [--quiet]\n");
       return 2;

@@ -15,9 +15,12 @@ int main(int argc, char** argv) {
   std::string prompt = "The Eiffel Tower is located in the city of";
   std::string svg_path = "logit_lens.svg";
   for (int i = 1; i + 1 < argc; i += 2) {
-    if (!std::strcmp(argv[i], "--model")) model = argv[i + 1];
-    else if (!std::strcmp(argv[i], "--prompt")) prompt = argv[i + 1];
-    else if (!std::strcmp(argv[i], "--svg")) svg_path = argv[i + 1];
+    if (!std::strcmp(argv[i], "--model"))
+      model = argv[i + 1];
+    else if (!std::strcmp(argv[i], "--prompt"))
+      prompt = argv[i + 1];
+    else if (!std::strcmp(argv[i], "--svg"))
+      svg_path = argv[i + 1];
     else {
       std::fprintf(stderr, "usage: logit_lens [--model M] [--prompt TEXT] [--svg FILE]\n");
       return 2;

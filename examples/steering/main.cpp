@@ -19,11 +19,16 @@ int main(int argc, char** argv) {
   double scale = 4.0;
   int64_t max_tokens = 12;
   for (int i = 1; i + 1 < argc; i += 2) {
-    if (!std::strcmp(argv[i], "--model")) model = argv[i + 1];
-    else if (!std::strcmp(argv[i], "--layer")) layer = std::atoi(argv[i + 1]);
-    else if (!std::strcmp(argv[i], "--scale")) scale = std::atof(argv[i + 1]);
-    else if (!std::strcmp(argv[i], "--prompt")) prompt = argv[i + 1];
-    else if (!std::strcmp(argv[i], "--max-tokens")) max_tokens = std::atoll(argv[i + 1]);
+    if (!std::strcmp(argv[i], "--model"))
+      model = argv[i + 1];
+    else if (!std::strcmp(argv[i], "--layer"))
+      layer = std::atoi(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--scale"))
+      scale = std::atof(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--prompt"))
+      prompt = argv[i + 1];
+    else if (!std::strcmp(argv[i], "--max-tokens"))
+      max_tokens = std::atoll(argv[i + 1]);
     else {
       std::fprintf(stderr, "usage: steering [--model M] [--layer L] [--scale S] [--prompt TEXT] [--max-tokens N]\n");
       return 2;

@@ -20,9 +20,7 @@ class CallSite {
   CallSite(detail::CallSiteTag = detail::CallSiteTag(), const char* file = __builtin_FILE(),
            unsigned line = __builtin_LINE()) noexcept
       : file_(file), line_(line) {}
-  static CallSite at(const char* file, unsigned line) noexcept {
-    return CallSite(detail::CallSiteTag(), file, line);
-  }
+  static CallSite at(const char* file, unsigned line) noexcept { return CallSite(detail::CallSiteTag(), file, line); }
 
   const char* file() const { return file_; }
   unsigned line() const { return line_; }

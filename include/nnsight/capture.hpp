@@ -29,32 +29,32 @@ namespace nnsight {
 // One captured activation: a decoder layer's output row for one request at
 // one step.
 struct CaptureRecord {
-  uint64_t seq = 0;             // sequence number in its ring: increasing, unique (not contiguous)
+  uint64_t seq = 0;  // sequence number in its ring: increasing, unique (not contiguous)
   uint64_t request_id = 0;
-  int64_t step = 0;             // generation step: 0 = prefill (every chunk), n = the forward after n output tokens
-  int32_t layer = 0;            // decoder layer index
-  int64_t position = 0;         // position of the token in the request's sequence
-  at::Tensor value;             // [hidden]; the engine's dtype, or float32 when reconstructed
-  bool reconstructed = false;   // rebuilt from a rank-k factorization (compression on)
-  bool pinned = false;          // kept by mark() after the ring overwrote it
+  int64_t step = 0;            // generation step: 0 = prefill (every chunk), n = the forward after n output tokens
+  int32_t layer = 0;           // decoder layer index
+  int64_t position = 0;        // position of the token in the request's sequence
+  at::Tensor value;            // [hidden]; the engine's dtype, or float32 when reconstructed
+  bool reconstructed = false;  // rebuilt from a rank-k factorization (compression on)
+  bool pinned = false;         // kept by mark() after the ring overwrote it
 };
 
 // What the writer put in the segment header.
 struct CaptureInfo {
   std::string engine_id;
   int rank = 0;
-  int64_t owner_pid = 0;           // the process writing the ring
+  int64_t owner_pid = 0;  // the process writing the ring
   int64_t hidden_size = 0;
-  std::string dtype;               // "float32", "bfloat16" or "float16"
-  std::vector<int32_t> layers;     // captured decoder layers
-  int64_t compression_k = 0;       // 0 = records hold the values themselves
+  std::string dtype;            // "float32", "bfloat16" or "float16"
+  std::vector<int32_t> layers;  // captured decoder layers
+  int64_t compression_k = 0;    // 0 = records hold the values themselves
   double sample_rate = 1.0;
-  uint64_t ring_bytes = 0;         // data ring capacity
-  uint64_t index_entries = 0;      // records findable at once (at most)
-  uint64_t last_seq = 0;           // newest published record
-  uint64_t pinned_records = 0;     // records kept by marks
-  uint64_t pins_dropped = 0;       // marked records lost because the pinned area was full
-  bool writer_closed = false;      // the engine shut down cleanly
+  uint64_t ring_bytes = 0;      // data ring capacity
+  uint64_t index_entries = 0;   // records findable at once (at most)
+  uint64_t last_seq = 0;        // newest published record
+  uint64_t pinned_records = 0;  // records kept by marks
+  uint64_t pins_dropped = 0;    // marked records lost because the pinned area was full
+  bool writer_closed = false;   // the engine shut down cleanly
 };
 
 class ActivationReader {

@@ -13,105 +13,193 @@ class EngineArgs {
 
   // A known name ("smollm2-135m"), a .gguf file, or a Hugging Face directory.
   const std::string& model() const { return model_; }
-  EngineArgs& model(std::string v) { model_ = std::move(v); return *this; }
+  EngineArgs& model(std::string v) {
+    model_ = std::move(v);
+    return *this;
+  }
   // "float32" (default) or "bfloat16" (weights, activations and KV cache).
   const std::string& dtype() const { return dtype_; }
-  EngineArgs& dtype(std::string v) { dtype_ = std::move(v); return *this; }
+  EngineArgs& dtype(std::string v) {
+    dtype_ = std::move(v);
+    return *this;
+  }
   // "cpu" (default) or "cuda" (needs a CUDA build of LibTorch).
   const std::string& device() const { return device_; }
-  EngineArgs& device(std::string v) { device_ = std::move(v); return *this; }
+  EngineArgs& device(std::string v) {
+    device_ = std::move(v);
+    return *this;
+  }
   // Decode a block-quantized GGUF model's weights to `dtype` at load (the
   // path before packed weights). Off (default): on the CPU, Q4_0, Q4_1, Q5_0,
   // Q5_1, Q8_0, Q4_K, Q5_K and Q6_K weights stay packed as in the file and
   // are decoded inside the linear kernel (same float32 results, a quarter to
   // a seventh of the memory; docs/weights.md).
   bool dequantize() const { return dequantize_; }
-  EngineArgs& dequantize(bool v) { dequantize_ = v; return *this; }
+  EngineArgs& dequantize(bool v) {
+    dequantize_ = v;
+    return *this;
+  }
 
   // Most sequences in one step.
   int64_t max_num_seqs() const { return max_num_seqs_; }
-  EngineArgs& max_num_seqs(int64_t v) { max_num_seqs_ = v; return *this; }  // default 64
+  EngineArgs& max_num_seqs(int64_t v) {
+    max_num_seqs_ = v;
+    return *this;
+  }  // default 64
   // Most tokens in one step (the per-step token budget).
   int64_t max_num_batched_tokens() const { return max_num_batched_tokens_; }
-  EngineArgs& max_num_batched_tokens(int64_t v) { max_num_batched_tokens_ = v; return *this; }  // default 2048
+  EngineArgs& max_num_batched_tokens(int64_t v) {
+    max_num_batched_tokens_ = v;
+    return *this;
+  }  // default 2048
   // Longest prompt + output; 0 = the model's context length.
   int64_t max_model_len() const { return max_model_len_; }
-  EngineArgs& max_model_len(int64_t v) { max_model_len_ = v; return *this; }
+  EngineArgs& max_model_len(int64_t v) {
+    max_model_len_ = v;
+    return *this;
+  }
   bool enable_chunked_prefill() const { return enable_chunked_prefill_; }
-  EngineArgs& enable_chunked_prefill(bool v) { enable_chunked_prefill_ = v; return *this; }  // default on
+  EngineArgs& enable_chunked_prefill(bool v) {
+    enable_chunked_prefill_ = v;
+    return *this;
+  }  // default on
   bool enable_prefix_caching() const { return enable_prefix_caching_; }
-  EngineArgs& enable_prefix_caching(bool v) { enable_prefix_caching_ = v; return *this; }  // default on
+  EngineArgs& enable_prefix_caching(bool v) {
+    enable_prefix_caching_ = v;
+    return *this;
+  }  // default on
 
   // Tokens per KV-cache block.
   int64_t block_size() const { return block_size_; }
-  EngineArgs& block_size(int64_t v) { block_size_ = v; return *this; }  // default 16
+  EngineArgs& block_size(int64_t v) {
+    block_size_ = v;
+    return *this;
+  }  // default 16
   // KV-cache blocks; 0 = as many as kv_cache_memory_mb holds.
   int64_t num_kv_blocks() const { return num_kv_blocks_; }
-  EngineArgs& num_kv_blocks(int64_t v) { num_kv_blocks_ = v; return *this; }
+  EngineArgs& num_kv_blocks(int64_t v) {
+    num_kv_blocks_ = v;
+    return *this;
+  }
   int64_t kv_cache_memory_mb() const { return kv_cache_memory_mb_; }
-  EngineArgs& kv_cache_memory_mb(int64_t v) { kv_cache_memory_mb_ = v; return *this; }  // default 1024
+  EngineArgs& kv_cache_memory_mb(int64_t v) {
+    kv_cache_memory_mb_ = v;
+    return *this;
+  }  // default 1024
 
   // "inproc" (default: the model runs in this process) or "mp" (worker processes).
   const std::string& executor() const { return executor_; }
-  EngineArgs& executor(std::string v) { executor_ = std::move(v); return *this; }
+  EngineArgs& executor(std::string v) {
+    executor_ = std::move(v);
+    return *this;
+  }
   // Worker processes for "mp" (each holds a tensor-parallel shard; 1 = whole model).
   int64_t tensor_parallel_size() const { return tensor_parallel_size_; }
-  EngineArgs& tensor_parallel_size(int64_t v) { tensor_parallel_size_ = v; return *this; }  // default 1
+  EngineArgs& tensor_parallel_size(int64_t v) {
+    tensor_parallel_size_ = v;
+    return *this;
+  }  // default 1
   // A worker that does not answer a step within this many seconds is declared hung.
   double worker_timeout_s() const { return worker_timeout_s_; }
-  EngineArgs& worker_timeout_s(double v) { worker_timeout_s_ = v; return *this; }  // default 120
+  EngineArgs& worker_timeout_s(double v) {
+    worker_timeout_s_ = v;
+    return *this;
+  }  // default 120
   // Path of the nnsight-worker program; empty = next to the library / on PATH.
   const std::string& worker_program() const { return worker_program_; }
-  EngineArgs& worker_program(std::string v) { worker_program_ = std::move(v); return *this; }
+  EngineArgs& worker_program(std::string v) {
+    worker_program_ = std::move(v);
+    return *this;
+  }
   // Where tensor-parallel ranks meet: "" = a file store in a fresh temporary
   // directory (workers this engine starts); "tcp://host:port" = a TCP store
   // that rank 0 serves on host:port (docs/tensor_parallel.md).
   const std::string& tp_rendezvous() const { return tp_rendezvous_; }
-  EngineArgs& tp_rendezvous(std::string v) { tp_rendezvous_ = std::move(v); return *this; }
+  EngineArgs& tp_rendezvous(std::string v) {
+    tp_rendezvous_ = std::move(v);
+    return *this;
+  }
   // Workers started by hand ("nnsight-worker --listen host:port"), rank order,
   // comma-separated "host:port,host:port,..."; "" = the engine starts its own.
   // Their number must equal tensor_parallel_size.
   const std::string& worker_addresses() const { return worker_addresses_; }
-  EngineArgs& worker_addresses(std::string v) { worker_addresses_ = std::move(v); return *this; }
+  EngineArgs& worker_addresses(std::string v) {
+    worker_addresses_ = std::move(v);
+    return *this;
+  }
 
   // Seed for requests that bring none.
   uint64_t seed() const { return seed_; }
-  EngineArgs& seed(uint64_t v) { seed_ = v; return *this; }  // default 0
+  EngineArgs& seed(uint64_t v) {
+    seed_ = v;
+    return *this;
+  }  // default 0
   // Intra-op threads of the process running the model (divided among workers); 0 = all cores.
   int64_t num_threads() const { return num_threads_; }
-  EngineArgs& num_threads(int64_t v) { num_threads_ = v; return *this; }
+  EngineArgs& num_threads(int64_t v) {
+    num_threads_ = v;
+    return *this;
+  }
   // Show a progress bar on stderr while loading, when it is a terminal.
   bool show_progress() const { return show_progress_; }
-  EngineArgs& show_progress(bool v) { show_progress_ = v; return *this; }  // default on
+  EngineArgs& show_progress(bool v) {
+    show_progress_ = v;
+    return *this;
+  }  // default on
 
   // Memory one request's intervention may hold at once (checked before each
   // allocation of its graph's ops); 0 = a sixteenth of physical memory,
   // between 256 MiB and 1.5 GiB.
   int64_t intervention_memory_mb() const { return intervention_memory_mb_; }
-  EngineArgs& intervention_memory_mb(int64_t v) { intervention_memory_mb_ = v; return *this; }  // default 0
+  EngineArgs& intervention_memory_mb(int64_t v) {
+    intervention_memory_mb_ = v;
+    return *this;
+  }  // default 0
 
   // ---- looking inside the served model
   // SGLang-style forward hooks: a JSON list of {"name", "target_modules": [globs],
   // "hook_factory": "module:factory", "config": {...}} attached at start-up, or the
   // path of a file holding it (docs/hooks.md).
   const std::string& forward_hooks() const { return forward_hooks_; }
-  EngineArgs& forward_hooks(std::string json) { forward_hooks_ = std::move(json); return *this; }
+  EngineArgs& forward_hooks(std::string json) {
+    forward_hooks_ = std::move(json);
+    return *this;
+  }
   // Single-pass activation capture into shared memory (docs/capture.md). Unset
   // fields fall back to the NNSIGHT_CAPTURE_* environment variables.
   bool capture_enabled() const { return capture_enabled_; }
-  EngineArgs& capture_enabled(bool v) { capture_enabled_ = v; capture_set_ = true; return *this; }  // default off
+  EngineArgs& capture_enabled(bool v) {
+    capture_enabled_ = v;
+    capture_set_ = true;
+    return *this;
+  }  // default off
   const std::string& capture_layers() const { return capture_layers_; }
-  EngineArgs& capture_layers(std::string v) { capture_layers_ = std::move(v); return *this; }  // "0,5,10-12"; "" = all
+  EngineArgs& capture_layers(std::string v) {
+    capture_layers_ = std::move(v);
+    return *this;
+  }  // "0,5,10-12"; "" = all
   double capture_sample_rate() const { return capture_sample_rate_; }
-  EngineArgs& capture_sample_rate(double v) { capture_sample_rate_ = v; return *this; }  // fraction of requests; default 1
+  EngineArgs& capture_sample_rate(double v) {
+    capture_sample_rate_ = v;
+    return *this;
+  }  // fraction of requests; default 1
   int64_t capture_compression_k() const { return capture_compression_k_; }
-  EngineArgs& capture_compression_k(int64_t v) { capture_compression_k_ = v; return *this; }  // 0 = off
+  EngineArgs& capture_compression_k(int64_t v) {
+    capture_compression_k_ = v;
+    return *this;
+  }  // 0 = off
   double capture_buffer_size_gb() const { return capture_buffer_size_gb_; }
-  EngineArgs& capture_buffer_size_gb(double v) { capture_buffer_size_gb_ = v; return *this; }  // per rank; default 0.25
+  EngineArgs& capture_buffer_size_gb(double v) {
+    capture_buffer_size_gb_ = v;
+    return *this;
+  }  // per rank; default 0.25
   bool capture_configured() const { return capture_set_; }
   // Names this engine's shared-memory segments; "" = derived from the process id.
   const std::string& engine_id() const { return engine_id_; }
-  EngineArgs& engine_id(std::string v) { engine_id_ = std::move(v); return *this; }
+  EngineArgs& engine_id(std::string v) {
+    engine_id_ = std::move(v);
+    return *this;
+  }
 
   // Throws nnsight::ConfigError naming the first bad field.
   void validate() const;

@@ -143,10 +143,10 @@ struct HookFactoryRegistrar {
 // symbol nnsight_hook_factory_<name>, through which a library named by path
 // ("libfoo.so:<name>") is searched. `module` is a string literal ("steering"
 // or "my.plugin"); `name` an identifier.
-#define NNSIGHT_HOOK_FACTORY(module, name, fn)                                                             \
-  extern "C" __attribute__((visibility("default"))) void nnsight_hook_factory_##name(                    \
-      const nlohmann::json* config, ::nnsight::ForwardHookFn* out) {                                      \
-    *out = ::nnsight::ForwardHookFn((fn)(*config));                                                       \
-  }                                                                                                       \
-  static const ::nnsight::detail::HookFactoryRegistrar nnsight_hook_factory_registrar_##name(             \
+#define NNSIGHT_HOOK_FACTORY(module, name, fn)                                                                        \
+  extern "C" __attribute__((visibility("default"))) void nnsight_hook_factory_##name(const nlohmann::json* config,    \
+                                                                                     ::nnsight::ForwardHookFn* out) { \
+    *out = ::nnsight::ForwardHookFn((fn)(*config));                                                                   \
+  }                                                                                                                   \
+  static const ::nnsight::detail::HookFactoryRegistrar nnsight_hook_factory_registrar_##name(                         \
       module, #name, [](const nlohmann::json& config) { return ::nnsight::ForwardHookFn((fn)(config)); });

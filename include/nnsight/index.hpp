@@ -15,8 +15,7 @@ struct Slice {
   std::optional<int64_t> stop;   // nullopt: to the end; negative: from the end
   int64_t step = 1;              // > 0
 
-  Slice(std::optional<int64_t> start_ = std::nullopt, std::optional<int64_t> stop_ = std::nullopt,
-        int64_t step_ = 1)
+  Slice(std::optional<int64_t> start_ = std::nullopt, std::optional<int64_t> stop_ = std::nullopt, int64_t step_ = 1)
       : start(start_), stop(stop_), step(step_) {}
 };
 

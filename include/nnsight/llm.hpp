@@ -25,7 +25,7 @@ namespace nnsight {
 namespace runner {
 class AsyncEngine;
 struct LLMAccess;
-}
+}  // namespace runner
 
 class LLM {
  public:

@@ -27,10 +27,16 @@ class LogitLensOptions {
 
   // Decoder layers to look at, in order; empty = every layer.
   const std::vector<int64_t>& layers() const { return layers_; }
-  LogitLensOptions& layers(std::vector<int64_t> v) { layers_ = std::move(v); return *this; }
+  LogitLensOptions& layers(std::vector<int64_t> v) {
+    layers_ = std::move(v);
+    return *this;
+  }
   // Prompt positions to look at (negative counts from the end); empty = every position.
   const std::vector<int64_t>& positions() const { return positions_; }
-  LogitLensOptions& positions(std::vector<int64_t> v) { positions_ = std::move(v); return *this; }
+  LogitLensOptions& positions(std::vector<int64_t> v) {
+    positions_ = std::move(v);
+    return *this;
+  }
 
  private:
   std::vector<int64_t> layers_;
@@ -40,13 +46,13 @@ class LogitLensOptions {
 // What logit_lens() computed: rows are layers, columns prompt positions.
 struct LogitLens {
   std::string prompt;
-  std::vector<int32_t> prompt_token_ids;   // the whole tokenized prompt
-  std::vector<int64_t> layers;             // decoder layer of each row
-  std::vector<int64_t> positions;          // prompt position of each column
-  std::vector<std::string> input_tokens;   // the decoded prompt token at each column
-  at::Tensor top_ids;                      // [layers, positions] int64: the most likely next token
-  at::Tensor top_probs;                    // [layers, positions] float32: its probability
-  std::vector<std::string> top_tokens;     // decoded top_ids, row-major
+  std::vector<int32_t> prompt_token_ids;  // the whole tokenized prompt
+  std::vector<int64_t> layers;            // decoder layer of each row
+  std::vector<int64_t> positions;         // prompt position of each column
+  std::vector<std::string> input_tokens;  // the decoded prompt token at each column
+  at::Tensor top_ids;                     // [layers, positions] int64: the most likely next token
+  at::Tensor top_probs;                   // [layers, positions] float32: its probability
+  std::vector<std::string> top_tokens;    // decoded top_ids, row-major
 
   int64_t num_layers() const { return static_cast<int64_t>(layers.size()); }
   int64_t num_positions() const { return static_cast<int64_t>(positions.size()); }
@@ -61,7 +67,7 @@ struct LogitLens {
 // chosen layer's output, then applies the final norm and LM head, read with
 // lm.parameter(), in this process. Supports the llama and gpt2 architectures.
 // Throws nnsight::Error for an empty prompt or a layer/position out of range.
-LogitLens logit_lens(LanguageModel& lm, const std::string& prompt,
-                     const LogitLensOptions& options = LogitLensOptions(), CallSite site = CallSite());
+LogitLens logit_lens(LanguageModel& lm, const std::string& prompt, const LogitLensOptions& options = LogitLensOptions(),
+                     CallSite site = CallSite());
 
 }  // namespace nnsight

@@ -160,9 +160,9 @@ class Operand {
       : kind_(Kind::Tensor), tensor_(t), site_(CallSite::at(file, line)) {}
   template <typename T, std::enable_if_t<std::is_arithmetic<T>::value, int> = 0>
   Operand(T v, const char* file = __builtin_FILE(), unsigned line = __builtin_LINE())
-      : kind_(std::is_same<T, bool>::value      ? Kind::Bool
-              : std::is_integral<T>::value      ? Kind::Int
-                                                : Kind::Double),
+      : kind_(std::is_same<T, bool>::value ? Kind::Bool
+              : std::is_integral<T>::value ? Kind::Int
+                                           : Kind::Double),
         int_(static_cast<int64_t>(v)),
         double_(static_cast<double>(v)),
         site_(CallSite::at(file, line)) {}
@@ -190,8 +190,7 @@ class IndexArg {
  public:
   enum class Kind : uint8_t { Int, Slice, Ellipsis, None, Tensor, Proxy };
 
-  template <typename T,
-            std::enable_if_t<std::is_integral<T>::value && !std::is_same<T, bool>::value, int> = 0>
+  template <typename T, std::enable_if_t<std::is_integral<T>::value && !std::is_same<T, bool>::value, int> = 0>
   IndexArg(T i, const char* file = __builtin_FILE(), unsigned line = __builtin_LINE())
       : kind_(Kind::Int), int_(static_cast<int64_t>(i)), site_(CallSite::at(file, line)) {}
   IndexArg(const nnsight::Slice& s, const char* file = __builtin_FILE(), unsigned line = __builtin_LINE())

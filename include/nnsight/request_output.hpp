@@ -42,12 +42,12 @@ struct RequestOutput {
   uint64_t request_id = 0;
   std::string prompt;
   std::vector<int32_t> prompt_token_ids;
-  std::string text;                      // generated text so far (stop string excluded)
-  std::vector<int32_t> token_ids;        // generated token ids so far
-  std::vector<TokenLogprobs> logprobs;   // one per generated token, if asked for
+  std::string text;                     // generated text so far (stop string excluded)
+  std::vector<int32_t> token_ids;       // generated token ids so far
+  std::vector<TokenLogprobs> logprobs;  // one per generated token, if asked for
   bool finished = false;
   FinishReason finish_reason = FinishReason::kNone;
-  std::string error;                     // non-empty when finish_reason == kError
+  std::string error;                        // non-empty when finish_reason == kError
   std::map<std::string, SavedValue> saves;  // values an intervention saved, by name
 };
 

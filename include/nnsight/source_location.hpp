@@ -17,9 +17,7 @@ struct SourceLoc {
   }
   bool known() const { return line != 0; }
   // "file.cpp:12", or "<unknown location>".
-  std::string str() const {
-    return known() ? file + ":" + std::to_string(line) : std::string("<unknown location>");
-  }
+  std::string str() const { return known() ? file + ":" + std::to_string(line) : std::string("<unknown location>"); }
   bool operator==(const SourceLoc& o) const { return file == o.file && line == o.line; }
   bool operator!=(const SourceLoc& o) const { return !(*this == o); }
 };

@@ -23,9 +23,12 @@ using IsTensor = std::is_same<T, at::Tensor>;
 
 template <class T>
 at::Scalar to_scalar(T v) {
-  if constexpr (std::is_same<T, bool>::value) return at::Scalar(v);
-  else if constexpr (std::is_integral<T>::value) return at::Scalar(static_cast<int64_t>(v));
-  else return at::Scalar(static_cast<double>(v));
+  if constexpr (std::is_same<T, bool>::value)
+    return at::Scalar(v);
+  else if constexpr (std::is_integral<T>::value)
+    return at::Scalar(static_cast<int64_t>(v));
+  else
+    return at::Scalar(static_cast<double>(v));
 }
 
 // x op y for a tensor and a tensor or number; `number op tensor` below.
@@ -36,8 +39,10 @@ using NumberLeft = std::enable_if_t<std::is_arithmetic<X>::value && IsTensor<Y>:
 
 template <class Y>
 decltype(auto) operand(const Y& y) {
-  if constexpr (IsTensor<Y>::value) return (y);
-  else return to_scalar(y);
+  if constexpr (IsTensor<Y>::value)
+    return (y);
+  else
+    return to_scalar(y);
 }
 
 // `number op tensor` for the non-commutative ops: the number filled into a
@@ -46,16 +51,16 @@ inline at::Tensor filled_like(const at::Tensor& y, const at::Scalar& x) { return
 
 }  // namespace detail
 
-#define NNSIGHT_TENSOR_OPERATOR(op, body, reverse_body)                                  \
-  template <class X, class Y, detail::TensorLeft<X, Y> = 0>                              \
-  at::Tensor operator op(const X& x, const Y& y) {                                       \
-    const auto& b = detail::operand(y);                                                  \
-    return body;                                                                         \
-  }                                                                                      \
-  template <class X, class Y, detail::NumberLeft<X, Y> = 0>                              \
-  at::Tensor operator op(const X& x, const Y& y) {                                       \
-    const at::Scalar a = detail::to_scalar(x);                                           \
-    return reverse_body;                                                                 \
+#define NNSIGHT_TENSOR_OPERATOR(op, body, reverse_body)     \
+  template <class X, class Y, detail::TensorLeft<X, Y> = 0> \
+  at::Tensor operator op(const X& x, const Y& y) {          \
+    const auto& b = detail::operand(y);                     \
+    return body;                                            \
+  }                                                         \
+  template <class X, class Y, detail::NumberLeft<X, Y> = 0> \
+  at::Tensor operator op(const X& x, const Y& y) {          \
+    const at::Scalar a = detail::to_scalar(x);              \
+    return reverse_body;                                    \
   }
 
 NNSIGHT_TENSOR_OPERATOR(+, x.add(b), y.add(a))

@@ -36,11 +36,16 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (i + 1 >= argc) return usage();
-    if (a == "--fd") fd = std::atoi(argv[++i]);
-    else if (a == "--listen") listen = argv[++i];
-    else if (a == "--threads") threads = std::atol(argv[++i]);
-    else if (a == "--rank") ++i;  // accepted for compatibility; the engine assigns ranks
-    else return usage();
+    if (a == "--fd")
+      fd = std::atoi(argv[++i]);
+    else if (a == "--listen")
+      listen = argv[++i];
+    else if (a == "--threads")
+      threads = std::atol(argv[++i]);
+    else if (a == "--rank")
+      ++i;  // accepted for compatibility; the engine assigns ranks
+    else
+      return usage();
   }
   if (fd >= 0) return nnsight::runner::run_worker(fd, threads);
   if (listen.empty()) return usage();

@@ -41,8 +41,7 @@ class AsyncEngine {
   // other errors (prompt too long, engine broken) arrive through the future.
   RequestHandle submit(RequestInput input, StreamCallback on_update = nullptr);
   // Several requests admitted atomically (a trace's invokes).
-  std::vector<RequestHandle> submit_group(std::vector<RequestInput> inputs,
-                                          std::vector<StreamCallback> on_update = {},
+  std::vector<RequestHandle> submit_group(std::vector<RequestInput> inputs, std::vector<StreamCallback> on_update = {},
                                           GroupCallback on_done = nullptr);
   void abort(uint64_t id);
   // Stops the loop; unfinished requests end with an error. Idempotent.

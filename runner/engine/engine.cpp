@@ -181,8 +181,8 @@ std::vector<RequestOutput> Engine::step() {
     size_t& emitted = emitted_tokens_[r->id];
     process_text(*r, emitted);
     emitted = r->output_token_ids.size();
-    const bool final = r->status == RequestStatus::kFinished ||
-                       (r->status == RequestStatus::kFinishing && !r->has_payload());
+    const bool final =
+        r->status == RequestStatus::kFinished || (r->status == RequestStatus::kFinishing && !r->has_payload());
     RequestOutput o = snapshot(*r);
     if (final) {
       o.finished = true;

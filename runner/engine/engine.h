@@ -27,8 +27,8 @@ namespace nnsight::runner {
 
 // One request to add: text (tokenized by the engine) or token ids.
 struct RequestInput {
-  uint64_t id = 0;                    // 0 = the engine assigns one
-  std::string prompt;                 // used when prompt_token_ids is empty
+  uint64_t id = 0;     // 0 = the engine assigns one
+  std::string prompt;  // used when prompt_token_ids is empty
   std::vector<int32_t> prompt_token_ids;
   SamplingParams params;
 };
@@ -79,7 +79,7 @@ class Engine {
   std::unordered_map<uint64_t, StreamDecoder> decoders_;
   std::unordered_map<uint64_t, size_t> emitted_tokens_;
   std::vector<uint64_t> to_report_;  // aborted requests whose final output is due
-  std::string broken_;  // set once the executor failed for good
+  std::string broken_;               // set once the executor failed for good
 };
 
 // Loads the tokenizer stored with a model (GGUF metadata or tokenizer.json).

@@ -13,7 +13,6 @@ LLM::LLM(const EngineArgs& args) {
 
 LLM::~LLM() = default;
 
-
 LLM::Handle LLM::submit(const std::string& prompt, const SamplingParams& params, StreamCallback on_update) {
   runner::RequestInput in;
   in.prompt = prompt;

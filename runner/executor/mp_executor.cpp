@@ -74,8 +74,8 @@ std::string find_worker_program(const EngineArgs& args) {
   }
   if (const char* env = std::getenv("NNSIGHT_WORKER"); env && *env && executable(env)) return env;
   const std::string dir = library_dir();
-  for (const std::string& cand : {dir + "/nnsight-worker", dir + "/../bin/nnsight-worker",
-                                  dir + "/../libexec/nnsight/nnsight-worker"})
+  for (const std::string& cand :
+       {dir + "/nnsight-worker", dir + "/../bin/nnsight-worker", dir + "/../libexec/nnsight/nnsight-worker"})
     if (executable(cand)) return cand;
   throw ConfigError("cannot find the nnsight-worker program (looked next to " + dir +
                     "); set EngineArgs.worker_program or NNSIGHT_WORKER");
@@ -94,8 +94,8 @@ MultiProcExecutor::MultiProcExecutor(const EngineArgs& args) : args_(args) {
     try {
       check_tensor_parallel(open_weights(path)->config(), world);
     } catch (const ConfigError& e) {
-      throw ConfigError("cannot split " + path + " over " + std::to_string(world) + " tensor-parallel ranks: " +
-                        e.what());
+      throw ConfigError("cannot split " + path + " over " + std::to_string(world) +
+                        " tensor-parallel ranks: " + e.what());
     }
   }
   if (!args_.tp_rendezvous().empty()) {
@@ -109,8 +109,10 @@ MultiProcExecutor::MultiProcExecutor(const EngineArgs& args) : args_(args) {
     rendezvous_dir_ = tmpl;
     rendezvous_ = "file://" + rendezvous_dir_ + "/store";
   }
-  if (by_hand) connect_workers(world);
-  else spawn_workers(world, threads);
+  if (by_hand)
+    connect_workers(world);
+  else
+    spawn_workers(world, threads);
 
   for (auto& w : workers_) {
     WorkerInit init{args_, w.rank, world, rendezvous_, threads};
@@ -215,13 +217,15 @@ std::vector<std::string> MultiProcExecutor::collect(MessageType expected, double
   const size_t n = workers_.size();
   std::vector<State> state(n, State::kWaiting);
   std::vector<std::string> payload(n), detail(n);
-  const auto deadline = clock::now() + std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(timeout_s));
+  const auto deadline =
+      clock::now() + std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(timeout_s));
   std::optional<clock::time_point> grace_end;
   for (size_t i = 0; i < n; ++i)
     if (workers_[i].fd < 0) state[i] = State::kDied;  // its send already failed
   auto note_failure = [&] {
     if (!grace_end)
-      grace_end = clock::now() + std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(kFailureGraceS));
+      grace_end =
+          clock::now() + std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(kFailureGraceS));
   };
   if (std::any_of(state.begin(), state.end(), [](State s) { return s == State::kDied; })) note_failure();
   while (true) {
@@ -293,7 +297,8 @@ std::vector<std::string> MultiProcExecutor::collect(MessageType expected, double
       }
       // What the other ranks said, for context.
       for (size_t j = 0; j < n; ++j)
-        if (j != i && state[j] == State::kReported) *failure += "; rank " + std::to_string(workers_[j].rank) + ": " + detail[j];
+        if (j != i && state[j] == State::kReported)
+          *failure += "; rank " + std::to_string(workers_[j].rank) + ": " + detail[j];
       return payload;
     }
   }
@@ -353,8 +358,10 @@ void MultiProcExecutor::shutdown() {
   // Let them exit on their own briefly, then make sure.
   for (auto& w : workers_) {
     for (int i = 0; i < 200 && w.pid > 0; ++i) {
-      if (::waitpid(w.pid, nullptr, WNOHANG) == w.pid) w.pid = -1;
-      else std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      if (::waitpid(w.pid, nullptr, WNOHANG) == w.pid)
+        w.pid = -1;
+      else
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
   }
   kill_all();

@@ -42,7 +42,7 @@ class MultiProcExecutor final : public Executor {
 
  private:
   struct Worker {
-    pid_t pid = -1;     // -1: not started by this engine
+    pid_t pid = -1;  // -1: not started by this engine
     int fd = -1;
     int rank = 0;
     std::string where;  // "127.0.0.1:29600" for a worker started by hand

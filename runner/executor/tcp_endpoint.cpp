@@ -109,7 +109,8 @@ int accept_tcp(int listen_fd, double timeout_s) {
   while (true) {
     int wait_ms = -1;
     if (timeout_s >= 0) {
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      const auto left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
       if (left.count() <= 0) return -1;
       wait_ms = static_cast<int>(std::min<long long>(left.count(), 1 << 30));
     }

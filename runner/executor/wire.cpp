@@ -23,18 +23,18 @@ namespace nnsight {
 
 template <class A>
 void serialize(A& ar, RopeScaling& r) {
-  ar(r.type, r.factor, r.low_freq_factor, r.high_freq_factor, r.original_max_position, r.short_factor,
-     r.long_factor, r.attention_factor);
+  ar(r.type, r.factor, r.low_freq_factor, r.high_freq_factor, r.original_max_position, r.short_factor, r.long_factor,
+     r.attention_factor);
 }
 
 template <class A>
 void serialize(A& ar, ModelConfig& c) {
   ar(c.architecture, c.name, c.vocab_size, c.hidden_size, c.intermediate_size, c.num_layers, c.num_heads,
      c.num_kv_heads, c.head_dim, c.max_position, c.norm_eps, c.rope_theta, c.rope_scaling, c.tie_word_embeddings,
-     c.attention_bias, c.mlp_bias, c.hidden_act, c.bos_token_id, c.eos_token_id, c.sliding_window,
-     c.sliding_layers, c.rope_local_theta, c.rotary_dim, c.attn_logit_softcap, c.final_logit_softcap,
-     c.query_pre_attn_scalar, c.parallel_residual, c.num_experts, c.num_experts_per_token,
-     c.moe_intermediate_size, c.norm_topk_prob, c.moe_layers);
+     c.attention_bias, c.mlp_bias, c.hidden_act, c.bos_token_id, c.eos_token_id, c.sliding_window, c.sliding_layers,
+     c.rope_local_theta, c.rotary_dim, c.attn_logit_softcap, c.final_logit_softcap, c.query_pre_attn_scalar,
+     c.parallel_residual, c.num_experts, c.num_experts_per_token, c.moe_intermediate_size, c.norm_topk_prob,
+     c.moe_layers);
 }
 
 }  // namespace nnsight
@@ -70,7 +70,8 @@ at::Tensor load_tensor(cereal::PortableBinaryInputArchive& ar, uint64_t remainin
   if (dtype < 0 || dtype >= static_cast<int32_t>(at::ScalarType::NumOptions) || nbytes > remaining)
     throw WorkerError("worker message: corrupt tensor header");
   at::Tensor t = at::empty(shape, at::TensorOptions().dtype(static_cast<at::ScalarType>(dtype)));
-  if (static_cast<uint64_t>(t.numel()) * t.element_size() != nbytes) throw WorkerError("worker message: tensor size mismatch");
+  if (static_cast<uint64_t>(t.numel()) * t.element_size() != nbytes)
+    throw WorkerError("worker message: tensor size mismatch");
   ar(cereal::binary_data(t.data_ptr(), nbytes));
   return t;
 }
@@ -134,7 +135,8 @@ void decode(const std::string& b, WorkerReady& v) {
       throw WorkerError("worker message: corrupt structure");
     std::vector<ModuleInfo> modules;
     for (size_t i = 0; i < paths.size(); ++i) {
-      if (levels[i] > static_cast<uint8_t>(batching::RowLevel::kPrompt)) throw WorkerError("worker message: corrupt structure");
+      if (levels[i] > static_cast<uint8_t>(batching::RowLevel::kPrompt))
+        throw WorkerError("worker message: corrupt structure");
       modules.push_back(ModuleInfo{paths[i], types[i], tuples[i], static_cast<batching::RowLevel>(levels[i])});
     }
     v.structure = ModelStructure(std::move(modules), std::move(events));
@@ -228,7 +230,8 @@ ReadResult read_all(int fd, char* p, size_t n, std::chrono::steady_clock::time_p
   while (n > 0) {
     int wait_ms = -1;
     if (has_deadline) {
-      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count();
+      auto left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count();
       if (left <= 0) return ReadResult::kTimeout;
       wait_ms = static_cast<int>(std::min<long long>(left, 1 << 30));
     }

@@ -32,7 +32,9 @@ struct WorkerInit {
   int64_t num_threads = 0;
 
   template <class A>
-  void serialize(A& ar) { ar(args, rank, world_size, rendezvous, num_threads); }
+  void serialize(A& ar) {
+    ar(args, rank, world_size, rendezvous, num_threads);
+  }
 };
 
 struct WorkerReady {

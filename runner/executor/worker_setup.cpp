@@ -40,7 +40,8 @@ int64_t max_model_len_for(const EngineArgs& args, const ModelConfig& config) {
 int64_t kv_blocks_for(const EngineArgs& args, const CausalLM& model) {
   if (args.num_kv_blocks() > 0) return args.num_kv_blocks();
   const int64_t elem = static_cast<int64_t>(c10::elementSize(c10::typeMetaToScalarType(model.options().dtype())));
-  const int64_t per_block = 2 * model.num_layers() * args.block_size() * model.local_kv_heads() * model.head_dim() * elem;
+  const int64_t per_block =
+      2 * model.num_layers() * args.block_size() * model.local_kv_heads() * model.head_dim() * elem;
   const int64_t blocks = args.kv_cache_memory_mb() * (int64_t(1) << 20) / per_block;
   if (blocks < 1)
     throw ConfigError("EngineArgs.kv_cache_memory_mb (" + std::to_string(args.kv_cache_memory_mb()) +
@@ -81,8 +82,8 @@ tp::ParallelContext join_tensor_parallel_group(EngineArgs& args, int rank, int w
   return tp::ParallelContext{tp::make_process_group(o)};
 }
 
-std::unique_ptr<ModelRunner> build_model_runner(const EngineArgs& args, const tp::ParallelContext& ctx,
-                                                int worker_rank, int world_size) {
+std::unique_ptr<ModelRunner> build_model_runner(const EngineArgs& args, const tp::ParallelContext& ctx, int worker_rank,
+                                                int world_size) {
   args.validate();
   const std::string path = resolve_model_path(args.model());
   auto source = open_weights(path, OpenWeightsOptions().packed(!args.dequantize()));

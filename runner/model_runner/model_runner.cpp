@@ -157,8 +157,7 @@ void ModelRunner::finish(const at::Tensor& tokens, ModelRunnerOutput& out) {
     const int64_t total = st.prompt_len + generated;
     FinishReason reason = FinishReason::kNone;
     const auto& stops = st.params.stop_token_ids();
-    if ((!st.params.ignore_eos() && t.token == eos) ||
-        std::find(stops.begin(), stops.end(), t.token) != stops.end()) {
+    if ((!st.params.ignore_eos() && t.token == eos) || std::find(stops.begin(), stops.end(), t.token) != stops.end()) {
       reason = FinishReason::kStop;
     } else if (generated >= st.params.max_tokens() || total >= config_.max_model_len) {
       reason = FinishReason::kLength;

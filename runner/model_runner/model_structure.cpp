@@ -34,15 +34,15 @@ ModelStructure ModelStructure::probe(CausalLM& model, std::vector<KVCache>& kv) 
       events.push_back(p + ".input");
       return std::optional<ModuleIO>();
     }));
-    handles.push_back(m->register_forward_hook([&events, &modules, index, p](Module&, const ModuleIO&,
-                                                                            const ModuleIO& out) {
-      events.push_back(p + ".output");
-      // Two tokens, one sampling row: a module whose rows are the sampling
-      // rows runs after the last-token selection.
-      if (!out.empty() && out.at(0).defined() && out.at(0).dim() > 0 && out.at(0).size(0) == 1)
-        modules[index].row_level = batching::RowLevel::kPrompt;
-      return std::optional<ModuleIO>();
-    }));
+    handles.push_back(
+        m->register_forward_hook([&events, &modules, index, p](Module&, const ModuleIO&, const ModuleIO& out) {
+          events.push_back(p + ".output");
+          // Two tokens, one sampling row: a module whose rows are the sampling
+          // rows runs after the last-token selection.
+          if (!out.empty() && out.at(0).defined() && out.at(0).dim() > 0 && out.at(0).size(0) == 1)
+            modules[index].row_level = batching::RowLevel::kPrompt;
+          return std::optional<ModuleIO>();
+        }));
   }
   try {
     at::NoGradGuard no_grad;

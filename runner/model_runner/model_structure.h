@@ -19,8 +19,8 @@
 namespace nnsight::runner {
 
 struct ModuleInfo {
-  std::string path;       // Hugging Face dotted path ("" for the root)
-  std::string type_name;  // "LlamaMLP", "Linear", ...
+  std::string path;               // Hugging Face dotted path ("" for the root)
+  std::string type_name;          // "LlamaMLP", "Linear", ...
   int32_t output_tuple_size = 0;  // 0: a tensor; n: a tuple of n (element 0 computed)
   // Rows of its input and output: one per token of the flat batch, or one per
   // sampling request (modules that run after the last-token selection: the LM head).

@@ -26,9 +26,9 @@ Registry& registry() {
 void register_runner_extension(const std::string& name, int order, RunnerExtension extension) {
   Registry& r = registry();
   std::lock_guard<std::mutex> lock(r.mu);
-  r.extensions.erase(std::remove_if(r.extensions.begin(), r.extensions.end(),
-                                    [&](const Entry& e) { return e.name == name; }),
-                     r.extensions.end());
+  r.extensions.erase(
+      std::remove_if(r.extensions.begin(), r.extensions.end(), [&](const Entry& e) { return e.name == name; }),
+      r.extensions.end());
   Entry entry{name, order, std::move(extension)};
   auto pos = std::upper_bound(r.extensions.begin(), r.extensions.end(), entry, [](const Entry& a, const Entry& b) {
     return a.order != b.order ? a.order < b.order : a.name < b.name;

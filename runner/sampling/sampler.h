@@ -22,13 +22,13 @@ struct SamplingRow {
   int64_t top_k = 0;
   double min_p = 0.0;
   uint64_t seed = 0;
-  int64_t step = 0;        // generation step (tokens generated before this one)
-  int64_t logprobs = -1;   // top-n to report; -1 = none
+  int64_t step = 0;       // generation step (tokens generated before this one)
+  int64_t logprobs = -1;  // top-n to report; -1 = none
 };
 
 struct SamplerOutput {
-  at::Tensor tokens;                     // [S] int64 (CPU)
-  std::vector<TokenLogprobs> logprobs;   // [S]; filled only for rows that asked
+  at::Tensor tokens;                    // [S] int64 (CPU)
+  std::vector<TokenLogprobs> logprobs;  // [S]; filled only for rows that asked
 };
 
 // logits: [S, vocab] float32.

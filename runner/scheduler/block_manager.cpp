@@ -97,8 +97,8 @@ bool BlockManager::allocate(BlockTable& table, int64_t num_tokens) {
   return true;
 }
 
-void BlockManager::cache_full_blocks(const std::vector<int32_t>& tokens, const std::string& salt,
-                                     BlockTable& table, int64_t num_computed) {
+void BlockManager::cache_full_blocks(const std::vector<int32_t>& tokens, const std::string& salt, BlockTable& table,
+                                     int64_t num_computed) {
   if (!prefix_caching_) return;
   const int64_t full = std::min<int64_t>(num_computed / block_size_, static_cast<int64_t>(table.blocks.size()));
   for (int64_t i = table.num_cached_blocks; i < full; ++i) {

@@ -64,8 +64,8 @@ class BlockManager {
   int64_t block_size_;
   bool prefix_caching_;
   std::vector<Block> info_;
-  std::vector<int32_t> free_;       // ref 0, not cached
-  std::list<int32_t> evictable_;    // ref 0, cached; front = least recently used
+  std::vector<int32_t> free_;     // ref 0, not cached
+  std::list<int32_t> evictable_;  // ref 0, cached; front = least recently used
   // Hash of a block's identity -> cached blocks with that hash (collisions share a key).
   absl::flat_hash_map<uint64_t, absl::InlinedVector<int32_t, 1>> by_key_;
 };

@@ -18,7 +18,7 @@ enum class RequestStatus { kWaiting, kRunning, kFinishing, kFinished };
 
 struct Request {
   uint64_t id = 0;
-  uint64_t arrival = 0;                 // admission order (FCFS priority)
+  uint64_t arrival = 0;  // admission order (FCFS priority)
   std::string prompt;
   std::vector<int32_t> prompt_token_ids;
   std::vector<int32_t> output_token_ids;
@@ -26,10 +26,10 @@ struct Request {
   uint64_t seed = 0;
 
   RequestStatus status = RequestStatus::kWaiting;
-  int64_t num_computed = 0;             // tokens whose KV is in the cache
+  int64_t num_computed = 0;  // tokens whose KV is in the cache
   BlockTable blocks;
-  bool sent_to_workers = false;         // workers have its NewRequest
-  bool preempted = false;               // waiting again after preemption (recompute)
+  bool sent_to_workers = false;  // workers have its NewRequest
+  bool preempted = false;        // waiting again after preemption (recompute)
   int64_t num_preemptions = 0;
 
   // Output state.

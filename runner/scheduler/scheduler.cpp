@@ -72,8 +72,8 @@ void Scheduler::check_group(const std::vector<const Request*>& group) const {
   if (blocks > blocks_.num_blocks()) {
     throw ConfigError(what + " can never be scheduled: they reserve " + std::to_string(blocks) +
                       " KV-cache blocks of " + std::to_string(config_.block_size) +
-                      " tokens (prompt + max_tokens each) and the cache holds " +
-                      std::to_string(blocks_.num_blocks()) + " (raise kv_cache_memory_mb or lower max_tokens)");
+                      " tokens (prompt + max_tokens each) and the cache holds " + std::to_string(blocks_.num_blocks()) +
+                      " (raise kv_cache_memory_mb or lower max_tokens)");
   }
 }
 
@@ -176,19 +176,25 @@ SchedulerOutput Scheduler::schedule() {
     bool ok = true;
     for (const auto& g : group) {
       int64_t cached = 0;
-      if (g->params.prefix_caching()) cached = blocks_.acquire_cached_prefix(all_tokens(*g), g->params.cache_salt(), g->blocks);
+      if (g->params.prefix_caching())
+        cached = blocks_.acquire_cached_prefix(all_tokens(*g), g->params.cache_salt(), g->blocks);
       g->num_computed = cached;
       int64_t n = g->num_tokens() - cached;
       if (n > left) {
-        if (!group_chunkable || left == 0) { ok = false; break; }
+        if (!group_chunkable || left == 0) {
+          ok = false;
+          break;
+        }
         n = left;
       }
       // Requests carrying an intervention reserve their whole generation now,
       // so they never need blocks later (they are never preempted).
-      const int64_t reserve = g->has_payload()
-                                  ? std::min(g->num_tokens() + g->params.max_tokens(), config_.max_model_len)
-                                  : cached + n;
-      if (!blocks_.allocate(g->blocks, reserve)) { ok = false; break; }
+      const int64_t reserve =
+          g->has_payload() ? std::min(g->num_tokens() + g->params.max_tokens(), config_.max_model_len) : cached + n;
+      if (!blocks_.allocate(g->blocks, reserve)) {
+        ok = false;
+        break;
+      }
       left -= n;
       counts.push_back(n);
     }
@@ -204,8 +210,8 @@ SchedulerOutput Scheduler::schedule() {
       RequestPtr g = group[k];
       waiting_.erase(std::find(waiting_.begin(), waiting_.end(), g));
       g->status = RequestStatus::kRunning;
-      auto pos = std::find_if(running_.begin(), running_.end(),
-                              [&](const RequestPtr& x) { return x->arrival > g->arrival; });
+      auto pos =
+          std::find_if(running_.begin(), running_.end(), [&](const RequestPtr& x) { return x->arrival > g->arrival; });
       running_.insert(pos, g);
       if (!g->sent_to_workers) {
         out.new_requests.push_back(NewRequest{g->id, g->params, g->prompt_token_ids, g->seed});

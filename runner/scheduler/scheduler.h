@@ -24,13 +24,13 @@
 namespace nnsight::runner {
 
 struct SchedulerConfig {
-  int64_t max_num_seqs = 64;             // sequences per step
-  int64_t max_num_batched_tokens = 2048; // tokens per step
-  int64_t max_model_len = 8192;          // prompt + output
-  bool enable_chunked_prefill = true;    // split prefills longer than the remaining budget
-  int64_t num_blocks = 1024;             // KV-cache blocks
-  int64_t block_size = 16;               // tokens per block
-  bool enable_prefix_caching = true;     // reuse full blocks across requests
+  int64_t max_num_seqs = 64;              // sequences per step
+  int64_t max_num_batched_tokens = 2048;  // tokens per step
+  int64_t max_model_len = 8192;           // prompt + output
+  bool enable_chunked_prefill = true;     // split prefills longer than the remaining budget
+  int64_t num_blocks = 1024;              // KV-cache blocks
+  int64_t block_size = 16;                // tokens per block
+  bool enable_prefix_caching = true;      // reuse full blocks across requests
 };
 
 class Scheduler {
@@ -80,7 +80,7 @@ class Scheduler {
   std::deque<RequestPtr> waiting_;
   std::vector<RequestPtr> running_;  // in arrival order
   absl::flat_hash_map<uint64_t, RequestPtr> by_id_;
-  std::vector<uint64_t> pending_finished_;   // told to workers at the next step
+  std::vector<uint64_t> pending_finished_;  // told to workers at the next step
   std::vector<uint64_t> pending_preempted_;
   std::vector<RequestPtr> unschedulable_;
   uint64_t step_ = 0;

@@ -25,7 +25,9 @@ struct NewRequest {
   uint64_t seed = 0;  // params.seed or one the engine drew for it
 
   template <class A>
-  void serialize(A& ar) { ar(id, params, prompt_token_ids, seed); }
+  void serialize(A& ar) {
+    ar(id, params, prompt_token_ids, seed);
+  }
 };
 
 struct SchedulerOutput {
@@ -45,7 +47,9 @@ struct SchedulerOutput {
   bool empty() const { return scheduled.empty() && finished_ids.empty() && new_requests.empty(); }
 
   template <class A>
-  void serialize(A& ar) { ar(step, new_requests, scheduled, finished_ids, preempted_ids); }
+  void serialize(A& ar) {
+    ar(step, new_requests, scheduled, finished_ids, preempted_ids);
+  }
 };
 
 // What one request got this step.
@@ -56,7 +60,9 @@ struct SampledToken {
   bool has_logprobs = false;
 
   template <class A>
-  void serialize(A& ar) { ar(id, token, logprobs.token, logprobs.logprob, logprobs.top, has_logprobs); }
+  void serialize(A& ar) {
+    ar(id, token, logprobs.token, logprobs.logprob, logprobs.top, has_logprobs);
+  }
 };
 
 // A request the worker finished (its saves, if it carried an intervention).

@@ -4,8 +4,8 @@
 
 namespace nnsight {
 
-KVCache KVCache::allocate(int64_t num_blocks, int64_t block_size, int64_t num_kv_heads,
-                          int64_t head_dim, const at::TensorOptions& options) {
+KVCache KVCache::allocate(int64_t num_blocks, int64_t block_size, int64_t num_kv_heads, int64_t head_dim,
+                          const at::TensorOptions& options) {
   TORCH_CHECK(num_blocks > 0 && block_size > 0 && num_kv_heads > 0 && head_dim > 0,
               "KVCache::allocate: sizes must be positive");
   // Zero-filled: padding slots of a block table point at block 0, and a
@@ -15,8 +15,7 @@ KVCache KVCache::allocate(int64_t num_blocks, int64_t block_size, int64_t num_kv
 }
 
 std::vector<KVCache> allocate_kv_caches(int64_t num_layers, int64_t num_blocks, int64_t block_size,
-                                        int64_t num_kv_heads, int64_t head_dim,
-                                        const at::TensorOptions& options) {
+                                        int64_t num_kv_heads, int64_t head_dim, const at::TensorOptions& options) {
   std::vector<KVCache> caches;
   caches.reserve(static_cast<size_t>(num_layers));
   for (int64_t i = 0; i < num_layers; ++i)

@@ -20,13 +20,12 @@ struct KVCache {
   int64_t num_kv_heads() const { return key.size(2); }
   int64_t head_dim() const { return key.size(3); }
 
-  static KVCache allocate(int64_t num_blocks, int64_t block_size, int64_t num_kv_heads,
-                          int64_t head_dim, const at::TensorOptions& options);
+  static KVCache allocate(int64_t num_blocks, int64_t block_size, int64_t num_kv_heads, int64_t head_dim,
+                          const at::TensorOptions& options);
 };
 
 // One KVCache per decoder layer.
 std::vector<KVCache> allocate_kv_caches(int64_t num_layers, int64_t num_blocks, int64_t block_size,
-                                        int64_t num_kv_heads, int64_t head_dim,
-                                        const at::TensorOptions& options);
+                                        int64_t num_kv_heads, int64_t head_dim, const at::TensorOptions& options);
 
 }  // namespace nnsight

@@ -17,9 +17,12 @@ struct LogState {
   LogState() {
     const char* env = std::getenv("NNSIGHT_LOG_LEVEL");
     if (!env) return;
-    if (std::strcmp(env, "warning") == 0) threshold = 1;
-    else if (std::strcmp(env, "error") == 0) threshold = 2;
-    else if (std::strcmp(env, "off") == 0) threshold = 3;
+    if (std::strcmp(env, "warning") == 0)
+      threshold = 1;
+    else if (std::strcmp(env, "error") == 0)
+      threshold = 2;
+    else if (std::strcmp(env, "off") == 0)
+      threshold = 3;
   }
 };
 

@@ -33,8 +33,7 @@ MappedFile::MappedFile(const std::string& path) : path_(path) {
     if (p == MAP_FAILED) {
       int err = errno;
       ::close(fd);
-      throw LoadError(path + ": cannot mmap " + std::to_string(size_) + " bytes: " +
-                      std::strerror(err));
+      throw LoadError(path + ": cannot mmap " + std::to_string(size_) + " bytes: " + std::strerror(err));
     }
     data_ = static_cast<const uint8_t*>(p);
   }

@@ -10,8 +10,8 @@ namespace {
 
 [[noreturn]] void bad(const ModelConfig& c, const std::string& field, const std::string& problem) {
   std::string who = c.name.empty() ? c.architecture : c.name;
-  throw ConfigError("invalid model config" + (who.empty() ? std::string() : " (" + who + ")") +
-                    ": " + field + " " + problem);
+  throw ConfigError("invalid model config" + (who.empty() ? std::string() : " (" + who + ")") + ": " + field + " " +
+                    problem);
 }
 
 void positive(const ModelConfig& c, const char* field, int64_t v) {
@@ -21,8 +21,8 @@ void positive(const ModelConfig& c, const char* field, int64_t v) {
 }  // namespace
 
 const std::vector<std::string>& supported_architectures() {
-  static const std::vector<std::string> k = {"llama", "gpt2",   "qwen3",  "gemma", "gemma2", "gemma3_text",
-                                             "gpt_neox", "olmo2", "phi3", "mixtral", "qwen3_moe"};
+  static const std::vector<std::string> k = {"llama",    "gpt2",  "qwen3", "gemma",   "gemma2",   "gemma3_text",
+                                             "gpt_neox", "olmo2", "phi3",  "mixtral", "qwen3_moe"};
   return k;
 }
 
@@ -42,16 +42,17 @@ void ModelConfig::validate() const {
   positive(*this, "head_dim", head_dim);
   positive(*this, "max_position", max_position);
   if (hidden_size % num_heads != 0) {
-    bad(*this, "num_heads", "= " + std::to_string(num_heads) + " does not divide hidden_size = " +
-                                std::to_string(hidden_size));
+    bad(*this, "num_heads",
+        "= " + std::to_string(num_heads) + " does not divide hidden_size = " + std::to_string(hidden_size));
   }
   if (num_heads % num_kv_heads != 0) {
-    bad(*this, "num_kv_heads", "= " + std::to_string(num_kv_heads) +
-                                   " does not divide num_heads = " + std::to_string(num_heads));
+    bad(*this, "num_kv_heads",
+        "= " + std::to_string(num_kv_heads) + " does not divide num_heads = " + std::to_string(num_heads));
   }
   if (architecture == "gpt2" && head_dim * num_heads != hidden_size) {
-    bad(*this, "head_dim", "= " + std::to_string(head_dim) + ", but gpt2 needs hidden_size / " +
-                               "num_heads = " + std::to_string(hidden_size / num_heads));
+    bad(*this, "head_dim",
+        "= " + std::to_string(head_dim) + ", but gpt2 needs hidden_size / " +
+            "num_heads = " + std::to_string(hidden_size / num_heads));
   }
   const bool rotary = architecture != "gpt2";
   if (rotary && head_dim % 2 != 0) {
@@ -64,26 +65,26 @@ void ModelConfig::validate() const {
     bad(*this, "rope_theta", "= " + std::to_string(rope_theta) + ", must be positive and finite");
   }
   if (rotary_dim < 0 || rotary_dim > head_dim || rotary_dim % 2 != 0) {
-    bad(*this, "rotary_dim", "= " + std::to_string(rotary_dim) + ", must be even and within head_dim = " +
-                                 std::to_string(head_dim));
+    bad(*this, "rotary_dim",
+        "= " + std::to_string(rotary_dim) + ", must be even and within head_dim = " + std::to_string(head_dim));
   }
   if (sliding_window < 0) bad(*this, "sliding_window", "= " + std::to_string(sliding_window) + " is negative");
   if (!sliding_layers.empty() && static_cast<int64_t>(sliding_layers.size()) != num_layers) {
-    bad(*this, "sliding_layers", "has " + std::to_string(sliding_layers.size()) + " entries for " +
-                                     std::to_string(num_layers) + " layers");
+    bad(*this, "sliding_layers",
+        "has " + std::to_string(sliding_layers.size()) + " entries for " + std::to_string(num_layers) + " layers");
   }
   if (attn_logit_softcap < 0 || final_logit_softcap < 0 || query_pre_attn_scalar < 0 || rope_local_theta < 0) {
     bad(*this, "softcap / query_pre_attn_scalar / rope_local_theta", "must not be negative");
   }
   if (num_experts < 0 || num_experts_per_token < 0 || num_experts_per_token > num_experts ||
       (num_experts > 0 && num_experts_per_token == 0)) {
-    bad(*this, "num_experts_per_tok", "= " + std::to_string(num_experts_per_token) + " must be in [1, " +
-                                          std::to_string(num_experts) + "]");
+    bad(*this, "num_experts_per_tok",
+        "= " + std::to_string(num_experts_per_token) + " must be in [1, " + std::to_string(num_experts) + "]");
   }
   if (moe_intermediate_size < 0) bad(*this, "moe_intermediate_size", "is negative");
   if (!moe_layers.empty() && static_cast<int64_t>(moe_layers.size()) != num_layers) {
-    bad(*this, "moe_layers", "has " + std::to_string(moe_layers.size()) + " entries for " +
-                                 std::to_string(num_layers) + " layers");
+    bad(*this, "moe_layers",
+        "has " + std::to_string(moe_layers.size()) + " entries for " + std::to_string(num_layers) + " layers");
   }
   if (rope_scaling.is_llama3()) {
     const RopeScaling& r = rope_scaling;
@@ -92,19 +93,21 @@ void ModelConfig::validate() const {
     }
     if (!(r.low_freq_factor > 0.0) || !(r.high_freq_factor > r.low_freq_factor)) {
       bad(*this, "rope_scaling.high_freq_factor",
-          "= " + std::to_string(r.high_freq_factor) + " must exceed low_freq_factor = " +
-              std::to_string(r.low_freq_factor) + " > 0");
+          "= " + std::to_string(r.high_freq_factor) +
+              " must exceed low_freq_factor = " + std::to_string(r.low_freq_factor) + " > 0");
     }
     positive(*this, "rope_scaling.original_max_position", r.original_max_position);
   }
   if (hidden_act.empty()) bad(*this, "hidden_act", "is empty");
   if (bos_token_id < -1 || bos_token_id >= vocab_size) {
-    bad(*this, "bos_token_id", "= " + std::to_string(bos_token_id) + " is outside the vocabulary (" +
-                                   std::to_string(vocab_size) + " tokens; -1 for none)");
+    bad(*this, "bos_token_id",
+        "= " + std::to_string(bos_token_id) + " is outside the vocabulary (" + std::to_string(vocab_size) +
+            " tokens; -1 for none)");
   }
   if (eos_token_id < -1 || eos_token_id >= vocab_size) {
-    bad(*this, "eos_token_id", "= " + std::to_string(eos_token_id) + " is outside the vocabulary (" +
-                                   std::to_string(vocab_size) + " tokens; -1 for none)");
+    bad(*this, "eos_token_id",
+        "= " + std::to_string(eos_token_id) + " is outside the vocabulary (" + std::to_string(vocab_size) +
+            " tokens; -1 for none)");
   }
 }
 

@@ -31,21 +31,21 @@ struct RopeScaling {
 const std::vector<std::string>& supported_architectures();
 
 struct ModelConfig {
-  std::string architecture;      // one of supported_architectures()
-  std::string name;              // free text for logs
+  std::string architecture;  // one of supported_architectures()
+  std::string name;          // free text for logs
   int64_t vocab_size = 0;
   int64_t hidden_size = 0;
   int64_t intermediate_size = 0;
   int64_t num_layers = 0;
   int64_t num_heads = 0;
-  int64_t num_kv_heads = 0;      // == num_heads without GQA
-  int64_t head_dim = 0;          // usually hidden_size / num_heads
-  int64_t max_position = 2048;   // context length
-  double norm_eps = 1e-5;        // RMSNorm (llama) or LayerNorm (gpt2) epsilon
+  int64_t num_kv_heads = 0;     // == num_heads without GQA
+  int64_t head_dim = 0;         // usually hidden_size / num_heads
+  int64_t max_position = 2048;  // context length
+  double norm_eps = 1e-5;       // RMSNorm (llama) or LayerNorm (gpt2) epsilon
   double rope_theta = 10000.0;
   RopeScaling rope_scaling;
   bool tie_word_embeddings = false;
-  bool attention_bias = false;   // q/k/v/o biases (llama variants such as Qwen use them)
+  bool attention_bias = false;  // q/k/v/o biases (llama variants such as Qwen use them)
   bool mlp_bias = false;
   std::string hidden_act = "silu";  // llama: silu; gpt2: gelu_new
   int64_t bos_token_id = -1;
@@ -57,17 +57,17 @@ struct ModelConfig {
   // empty sliding_layers with a window means every layer slides (Mistral).
   int64_t sliding_window = 0;
   std::vector<bool> sliding_layers;
-  double rope_local_theta = 0.0;        // Gemma 3: rope base of sliding layers (0: rope_theta)
-  int64_t rotary_dim = 0;               // rotated features per head (GPT-NeoX rotary_pct); 0 = head_dim
-  double attn_logit_softcap = 0.0;      // Gemma 2: cap * tanh(score / cap); 0 = off
-  double final_logit_softcap = 0.0;     // Gemma 2: on the logits; 0 = off
-  double query_pre_attn_scalar = 0.0;   // Gemma 2/3: softmax scale is its -1/2 power; 0 = head_dim
-  bool parallel_residual = false;       // GPT-NeoX: x + attn(ln1(x)) + mlp(ln2(x))
-  int64_t num_experts = 0;              // Mixtral: experts per layer (0 = dense MLP)
-  int64_t num_experts_per_token = 0;    // Mixtral: top-k
-  int64_t moe_intermediate_size = 0;    // Qwen3-MoE: each expert's MLP width (0 = intermediate_size)
-  bool norm_topk_prob = true;           // renormalize the top-k routing weights (Mixtral: always)
-  std::vector<bool> moe_layers;         // Qwen3-MoE: which layers are sparse (empty = all, with experts)
+  double rope_local_theta = 0.0;       // Gemma 3: rope base of sliding layers (0: rope_theta)
+  int64_t rotary_dim = 0;              // rotated features per head (GPT-NeoX rotary_pct); 0 = head_dim
+  double attn_logit_softcap = 0.0;     // Gemma 2: cap * tanh(score / cap); 0 = off
+  double final_logit_softcap = 0.0;    // Gemma 2: on the logits; 0 = off
+  double query_pre_attn_scalar = 0.0;  // Gemma 2/3: softmax scale is its -1/2 power; 0 = head_dim
+  bool parallel_residual = false;      // GPT-NeoX: x + attn(ln1(x)) + mlp(ln2(x))
+  int64_t num_experts = 0;             // Mixtral: experts per layer (0 = dense MLP)
+  int64_t num_experts_per_token = 0;   // Mixtral: top-k
+  int64_t moe_intermediate_size = 0;   // Qwen3-MoE: each expert's MLP width (0 = intermediate_size)
+  bool norm_topk_prob = true;          // renormalize the top-k routing weights (Mixtral: always)
+  std::vector<bool> moe_layers;        // Qwen3-MoE: which layers are sparse (empty = all, with experts)
 
   // True when `layer`'s feed-forward is a mixture of experts.
   bool layer_is_moe(int64_t layer) const {

@@ -40,7 +40,8 @@ std::string resolve_model_path(const std::string& name_or_path) {
   for (const auto& k : kKnown) {
     if (name_or_path == k.name) {
       std::string p = nnsight_home() + "/models/" + k.file;
-      if (!exists(p)) throw LoadError("model '" + name_or_path + "' is not downloaded: " + p + " is missing; " + k.fetch_hint);
+      if (!exists(p))
+        throw LoadError("model '" + name_or_path + "' is not downloaded: " + p + " is missing; " + k.fetch_hint);
       return p;
     }
   }

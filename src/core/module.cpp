@@ -12,9 +12,7 @@ const at::Tensor& ModuleIO::at(size_t i) const {
   }
   return items_[i];
 }
-at::Tensor& ModuleIO::at(size_t i) {
-  return const_cast<at::Tensor&>(static_cast<const ModuleIO*>(this)->at(i));
-}
+at::Tensor& ModuleIO::at(size_t i) { return const_cast<at::Tensor&>(static_cast<const ModuleIO*>(this)->at(i)); }
 
 namespace detail {
 struct HookRegistry {
@@ -25,14 +23,22 @@ struct HookRegistry {
 
   bool remove(uint64_t id) {
     for (auto it = pre.begin(); it != pre.end(); ++it)
-      if (it->first == id) { pre.erase(it); return true; }
+      if (it->first == id) {
+        pre.erase(it);
+        return true;
+      }
     for (auto it = post.begin(); it != post.end(); ++it)
-      if (it->first == id) { post.erase(it); return true; }
+      if (it->first == id) {
+        post.erase(it);
+        return true;
+      }
     return false;
   }
   bool contains(uint64_t id) const {
-    for (auto& p : pre) if (p.first == id) return true;
-    for (auto& p : post) if (p.first == id) return true;
+    for (auto& p : pre)
+      if (p.first == id) return true;
+    for (auto& p : post)
+      if (p.first == id) return true;
     return false;
   }
 };
@@ -66,8 +72,7 @@ void Module::assign_paths(const std::string& prefix) {
     } else {
       // Containers (ModuleList) are not hookable themselves; walk through them.
       for (auto& grand : child.value()->named_children()) {
-        if (auto* gm = dynamic_cast<Module*>(grand.value().get()))
-          gm->assign_paths(child_path + "." + grand.key());
+        if (auto* gm = dynamic_cast<Module*>(grand.value().get())) gm->assign_paths(child_path + "." + grand.key());
       }
     }
   }
@@ -108,8 +113,7 @@ void Module::clear_hooks() {
 
 void Module::refresh_hooked() { hooked_ = !hooks_->pre.empty() || !hooks_->post.empty(); }
 
-at::Tensor Module::invoke_hooked(const at::Tensor& x,
-                                 const std::function<at::Tensor(const at::Tensor&)>& body) {
+at::Tensor Module::invoke_hooked(const at::Tensor& x, const std::function<at::Tensor(const at::Tensor&)>& body) {
   // Copy each hook list when it is about to run: a hook may remove itself (or
   // others), and a pre-hook or the body may register a forward hook that must
   // still see this call's output.

@@ -24,12 +24,11 @@ class Module;
 
 // Called before forward with the positional inputs (always a tuple). Returning
 // a value replaces the inputs the module sees.
-using ForwardPreHook =
-    std::function<std::optional<ModuleIO>(Module& module, const ModuleIO& inputs)>;
+using ForwardPreHook = std::function<std::optional<ModuleIO>(Module& module, const ModuleIO& inputs)>;
 // Called after forward with the inputs and the output. Returning a value
 // replaces the output the caller receives (and the next hook sees).
-using ForwardHook = std::function<std::optional<ModuleIO>(
-    Module& module, const ModuleIO& inputs, const ModuleIO& output)>;
+using ForwardHook =
+    std::function<std::optional<ModuleIO>(Module& module, const ModuleIO& inputs, const ModuleIO& output)>;
 
 namespace detail {
 struct HookRegistry;
@@ -39,8 +38,7 @@ struct HookRegistry;
 class HookHandle {
  public:
   HookHandle() = default;
-  HookHandle(std::weak_ptr<detail::HookRegistry> registry, uint64_t id)
-      : registry_(std::move(registry)), id_(id) {}
+  HookHandle(std::weak_ptr<detail::HookRegistry> registry, uint64_t id) : registry_(std::move(registry)), id_(id) {}
   void remove();
   bool active() const;
 
@@ -103,8 +101,7 @@ class Module : public torch::nn::Module {
  private:
   friend struct detail::HookRegistry;
   friend class HookHandle;
-  at::Tensor invoke_hooked(const at::Tensor& x,
-                           const std::function<at::Tensor(const at::Tensor&)>& body);
+  at::Tensor invoke_hooked(const at::Tensor& x, const std::function<at::Tensor(const at::Tensor&)>& body);
   void refresh_hooked();
 
   std::string type_name_;

@@ -22,8 +22,8 @@ void ProgressBar::draw() {
   if (percent == last_percent_) return;
   last_percent_ = percent;
   const int width = 30, filled = percent * width / 100;
-  std::fprintf(stderr, "\r%s [%.*s%*s] %3d%%", label_.c_str(), filled, "##############################",
-               width - filled, "", percent);
+  std::fprintf(stderr, "\r%s [%.*s%*s] %3d%%", label_.c_str(), filled, "##############################", width - filled,
+               "", percent);
   std::fflush(stderr);
 }
 

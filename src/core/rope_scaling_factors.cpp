@@ -44,16 +44,14 @@ std::vector<double> llama3_rope_freq_factors(const RopeScaling& s, double theta,
   return out;
 }
 
-RopeScaling fit_llama3_rope_scaling(const std::vector<float>& factors, double theta,
-                                    int64_t head_dim, int64_t original_max_position,
-                                    const std::string& what) {
+RopeScaling fit_llama3_rope_scaling(const std::vector<float>& factors, double theta, int64_t head_dim,
+                                    int64_t original_max_position, const std::string& what) {
   if (head_dim <= 0 || factors.size() != static_cast<size_t>(head_dim / 2)) {
-    throw LoadError(what + ": has " + std::to_string(factors.size()) + " entries, expected head_dim/2 = " +
-                    std::to_string(head_dim / 2));
+    throw LoadError(what + ": has " + std::to_string(factors.size()) +
+                    " entries, expected head_dim/2 = " + std::to_string(head_dim / 2));
   }
   if (original_max_position <= 0) {
-    throw LoadError(what + ": original context length " + std::to_string(original_max_position) +
-                    " is not positive");
+    throw LoadError(what + ": original context length " + std::to_string(original_max_position) + " is not positive");
   }
   double big = 0.0;
   for (float f : factors) {
@@ -111,7 +109,8 @@ RopeScaling fit_llama3_rope_scaling(const std::vector<float>& factors, double th
       matches(llama3_rope_freq_factors(fit, theta, head_dim), factors)) {
     return fit;
   }
-  throw LoadError(what + ": rope frequency divisors do not follow Llama-3 rope scaling "
+  throw LoadError(what +
+                  ": rope frequency divisors do not follow Llama-3 rope scaling "
                   "(only that form of scaling is supported)");
 }
 

@@ -57,8 +57,8 @@ nlohmann::json read_untrusted_json_file(const std::string& path, size_t max_byte
   std::streamoff size = in.tellg();
   if (size < 0) throw LoadError(path + ": cannot read");
   if (static_cast<uint64_t>(size) > max_bytes) {
-    throw LoadError(path + ": " + std::to_string(size) + " bytes is larger than the " +
-                    std::to_string(max_bytes) + "-byte limit for this JSON file");
+    throw LoadError(path + ": " + std::to_string(size) + " bytes is larger than the " + std::to_string(max_bytes) +
+                    "-byte limit for this JSON file");
   }
   in.seekg(0, std::ios::beg);
   std::string text(static_cast<size_t>(size), '\0');

@@ -68,7 +68,10 @@ struct OpenWeightsOptions {
   // weights are dequantized anyway). Off: load_packed always answers
   // std::nullopt. (GgufWeights(path, true) serves packed tensors on any CPU.)
   bool keep_packed = false;
-  OpenWeightsOptions& packed(bool v) { keep_packed = v; return *this; }
+  OpenWeightsOptions& packed(bool v) {
+    keep_packed = v;
+    return *this;
+  }
 };
 
 // Opens a .gguf file, a Hugging Face directory (config.json + *.safetensors),

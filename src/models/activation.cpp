@@ -9,10 +9,14 @@ namespace nnsight {
 namespace {
 const char* type_name_of(Activation::Kind k) {
   switch (k) {
-    case Activation::Kind::kSiLU: return "SiLU";
-    case Activation::Kind::kGeluTanh: return "NewGELUActivation";
-    case Activation::Kind::kGelu: return "GELUActivation";
-    case Activation::Kind::kRelu: return "ReLU";
+    case Activation::Kind::kSiLU:
+      return "SiLU";
+    case Activation::Kind::kGeluTanh:
+      return "NewGELUActivation";
+    case Activation::Kind::kGelu:
+      return "GELUActivation";
+    case Activation::Kind::kRelu:
+      return "ReLU";
   }
   return "Activation";
 }
@@ -31,10 +35,14 @@ Activation::Activation(Kind kind) : Module(type_name_of(kind)), kind_(kind) {}
 at::Tensor Activation::forward(const at::Tensor& x) {
   return invoke(x, [&](const at::Tensor& in) {
     switch (kind_) {
-      case Kind::kSiLU: return at::silu(in);
-      case Kind::kGeluTanh: return at::gelu(in, "tanh");
-      case Kind::kGelu: return at::gelu(in);
-      case Kind::kRelu: return at::relu(in);
+      case Kind::kSiLU:
+        return at::silu(in);
+      case Kind::kGeluTanh:
+        return at::gelu(in, "tanh");
+      case Kind::kGelu:
+        return at::gelu(in);
+      case Kind::kRelu:
+        return at::relu(in);
     }
     return in;
   });

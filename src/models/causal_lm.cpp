@@ -8,8 +8,7 @@
 
 namespace nnsight {
 
-CausalLM::CausalLM(std::string type_name, ModelConfig config, tp::ParallelContext ctx,
-                   at::TensorOptions options)
+CausalLM::CausalLM(std::string type_name, ModelConfig config, tp::ParallelContext ctx, at::TensorOptions options)
     : Module(std::move(type_name)), config_(std::move(config)), ctx_(std::move(ctx)), options_(options) {
   config_.validate();
 }

@@ -25,8 +25,7 @@ class CausalLM : public Module {
   CausalLM(std::string type_name, ModelConfig config, tp::ParallelContext ctx, at::TensorOptions options);
 
   // tokens: [T] int64 -> [T, hidden] after the final norm. kv: one cache per layer.
-  virtual at::Tensor forward(const at::Tensor& tokens, const batching::BatchMeta& meta,
-                             std::vector<KVCache>& kv) = 0;
+  virtual at::Tensor forward(const at::Tensor& tokens, const batching::BatchMeta& meta, std::vector<KVCache>& kv) = 0;
   // hidden: [T, hidden], rows: [S] int64 -> [S, vocab] float32 (whole vocabulary on every rank).
   virtual at::Tensor compute_logits(const at::Tensor& hidden, const at::Tensor& rows) = 0;
 

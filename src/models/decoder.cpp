@@ -61,8 +61,8 @@ kernels::AttentionOptions attention_options(const ModelConfig& cfg, int64_t laye
 
 // ---- attention --------------------------------------------------------------
 
-RotaryAttention::RotaryAttention(const ModelConfig& cfg, const tp::ParallelContext& ctx,
-                                 const at::TensorOptions& opts, AttentionSpec spec)
+RotaryAttention::RotaryAttention(const ModelConfig& cfg, const tp::ParallelContext& ctx, const at::TensorOptions& opts,
+                                 AttentionSpec spec)
     : Module(spec.type_name), spec_(std::move(spec)), ctx_(ctx), head_dim_(cfg.head_dim) {
   TORCH_CHECK(spec_.rotary != nullptr, "RotaryAttention: no rotary embedding");
   set_output_tuple_size(2);
@@ -78,12 +78,12 @@ RotaryAttention::RotaryAttention(const ModelConfig& cfg, const tp::ParallelConte
     case AttentionSpec::Qkv::kSeparate: {
       // Whole-projection q/k norms need every feature: those projections gather.
       const bool gather = spec_.qk_norm == AttentionSpec::QkNorm::kWhole && world > 1;
-      q_proj = register_module("q_proj", std::make_shared<tp::ColumnParallelLinear>(hidden, b, ctx, heads_.scaled(d),
-                                                                                    gather, opts));
-      k_proj = register_module("k_proj", std::make_shared<tp::ColumnParallelLinear>(hidden, b, ctx, kv_.scaled(d),
-                                                                                    gather, opts));
-      v_proj = register_module("v_proj", std::make_shared<tp::ColumnParallelLinear>(hidden, b, ctx, kv_.scaled(d),
-                                                                                    false, opts));
+      q_proj = register_module(
+          "q_proj", std::make_shared<tp::ColumnParallelLinear>(hidden, b, ctx, heads_.scaled(d), gather, opts));
+      k_proj = register_module("k_proj",
+                               std::make_shared<tp::ColumnParallelLinear>(hidden, b, ctx, kv_.scaled(d), gather, opts));
+      v_proj = register_module("v_proj",
+                               std::make_shared<tp::ColumnParallelLinear>(hidden, b, ctx, kv_.scaled(d), false, opts));
       break;
     }
     case AttentionSpec::Qkv::kFused: {
@@ -95,8 +95,8 @@ RotaryAttention::RotaryAttention(const ModelConfig& cfg, const tp::ParallelConte
         for (const auto& h : kv_.ranges(r)) out.push_back({(nh + nkv) * d + h.start * d, h.length * d});
         return out;
       });
-      fused = register_module(spec_.fused_name, std::make_shared<tp::ColumnParallelLinear>(hidden, b, ctx, rows,
-                                                                                           false, opts));
+      fused = register_module(spec_.fused_name,
+                              std::make_shared<tp::ColumnParallelLinear>(hidden, b, ctx, rows, false, opts));
       break;
     }
     case AttentionSpec::Qkv::kFusedPerHead: {
@@ -107,13 +107,13 @@ RotaryAttention::RotaryAttention(const ModelConfig& cfg, const tp::ParallelConte
       break;
     }
   }
-  o_proj = register_module(spec_.out_name, std::make_shared<tp::RowParallelLinear>(hidden, spec_.out_bias, ctx,
-                                                                                   heads_.scaled(d), opts));
+  o_proj = register_module(
+      spec_.out_name, std::make_shared<tp::RowParallelLinear>(hidden, spec_.out_bias, ctx, heads_.scaled(d), opts));
   if (spec_.qk_norm == AttentionSpec::QkNorm::kPerHead) {
-    q_norm = register_module("q_norm", std::make_shared<RMSNorm>(spec_.norm_type, d, cfg.norm_eps, opts,
-                                                                 spec_.norm_unit_offset));
-    k_norm = register_module("k_norm", std::make_shared<RMSNorm>(spec_.norm_type, d, cfg.norm_eps, opts,
-                                                                 spec_.norm_unit_offset));
+    q_norm = register_module("q_norm",
+                             std::make_shared<RMSNorm>(spec_.norm_type, d, cfg.norm_eps, opts, spec_.norm_unit_offset));
+    k_norm = register_module("k_norm",
+                             std::make_shared<RMSNorm>(spec_.norm_type, d, cfg.norm_eps, opts, spec_.norm_unit_offset));
     if (auto flat = tp::last_dim_sharding(ctx, heads_.scaled(d))) {
       auto s = std::make_shared<HeadSplitSharding>(flat, d);
       q_norm->set_input_sharding(s);
@@ -125,10 +125,10 @@ RotaryAttention::RotaryAttention(const ModelConfig& cfg, const tp::ParallelConte
       k_norm->set_output_sharding(s);
     }
   } else if (spec_.qk_norm == AttentionSpec::QkNorm::kWhole) {
-    q_norm = register_module("q_norm", std::make_shared<RMSNorm>(spec_.norm_type, nh * d, cfg.norm_eps, opts,
-                                                                 spec_.norm_unit_offset));
-    k_norm = register_module("k_norm", std::make_shared<RMSNorm>(spec_.norm_type, nkv * d, cfg.norm_eps, opts,
-                                                                 spec_.norm_unit_offset));
+    q_norm = register_module(
+        "q_norm", std::make_shared<RMSNorm>(spec_.norm_type, nh * d, cfg.norm_eps, opts, spec_.norm_unit_offset));
+    k_norm = register_module(
+        "k_norm", std::make_shared<RMSNorm>(spec_.norm_type, nkv * d, cfg.norm_eps, opts, spec_.norm_unit_offset));
   }
 }
 
@@ -186,8 +186,7 @@ at::Tensor RotaryAttention::forward(const at::Tensor& x, const batching::BatchMe
 
 // ---- MLP --------------------------------------------------------------------
 
-GatedMLP::GatedMLP(const ModelConfig& cfg, const tp::ParallelContext& ctx, const at::TensorOptions& opts,
-                   MlpSpec spec)
+GatedMLP::GatedMLP(const ModelConfig& cfg, const tp::ParallelContext& ctx, const at::TensorOptions& opts, MlpSpec spec)
     : FeedForward(spec.type_name) {
   const int64_t inter = spec.intermediate > 0 ? spec.intermediate : cfg.intermediate_size;
   const tp::ShardLayout cols = tp::ShardLayout::even(inter, ctx.world_size(), "intermediate (MLP) size");
@@ -200,11 +199,11 @@ GatedMLP::GatedMLP(const ModelConfig& cfg, const tp::ParallelContext& ctx, const
       const tp::RowRange c = cols.ranges(r).front();
       return std::vector<tp::RowRange>{{c.start, c.length}, {inter + c.start, c.length}};
     });
-    gate_up_proj = register_module("gate_up_proj",
-                                   std::make_shared<tp::ColumnParallelLinear>(hidden, b, ctx, rows, false, opts));
+    gate_up_proj =
+        register_module("gate_up_proj", std::make_shared<tp::ColumnParallelLinear>(hidden, b, ctx, rows, false, opts));
   } else {
-    gate_proj = register_module("gate_proj",
-                                std::make_shared<tp::ColumnParallelLinear>(hidden, b, ctx, cols, false, opts));
+    gate_proj =
+        register_module("gate_proj", std::make_shared<tp::ColumnParallelLinear>(hidden, b, ctx, cols, false, opts));
     up_proj = register_module("up_proj", std::make_shared<tp::ColumnParallelLinear>(hidden, b, ctx, cols, false, opts));
   }
   down_proj = register_module("down_proj", std::make_shared<tp::RowParallelLinear>(hidden, b, ctx, cols, opts));
@@ -276,11 +275,11 @@ at::Tensor DecoderStack::forward(const at::Tensor& tokens, const batching::Batch
 DecoderForCausalLM::DecoderForCausalLM(
     const ModelConfig& cfg, const tp::ParallelContext& ctx, const at::TensorOptions& opts, CausalLMSpec spec,
     const std::function<std::shared_ptr<DecoderStack>(const ModelConfig&, const tp::ParallelContext&,
-                                                       const at::TensorOptions&)>& make_stack)
+                                                      const at::TensorOptions&)>& make_stack)
     : CausalLM(spec.type_name, cfg, ctx, opts) {
   stack = register_module(spec.stack_name, make_stack(config_, ctx_, options_));
-  lm_head = register_module(spec.head_name, std::make_shared<tp::ParallelLMHead>(config_.vocab_size,
-                                                                                 config_.hidden_size, ctx_, options_));
+  lm_head = register_module(
+      spec.head_name, std::make_shared<tp::ParallelLMHead>(config_.vocab_size, config_.hidden_size, ctx_, options_));
   if (config_.tie_word_embeddings) lm_head->tie_to(*stack->embed);
   assign_paths("");
 }

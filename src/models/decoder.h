@@ -38,8 +38,8 @@ struct AttentionSpec {
   // projection (OLMo-2), named q_norm / k_norm.
   enum class QkNorm { kNone, kPerHead, kWhole } qk_norm = QkNorm::kNone;
   std::string norm_type = "RMSNorm";
-  bool norm_unit_offset = false;  // Gemma: (1 + w)
-  double scale = 0.0;             // softmax scale; 0 = 1 / sqrt(head_dim)
+  bool norm_unit_offset = false;      // Gemma: (1 + w)
+  double scale = 0.0;                 // softmax scale; 0 = 1 / sqrt(head_dim)
   kernels::AttentionOptions options;  // this layer's window and soft-cap
   std::shared_ptr<const kernels::RotaryEmbedding> rotary;
 };
@@ -121,16 +121,16 @@ class PreNormDecoderLayer : public DecoderLayer {
 
 // embed -> (scale) -> layers -> final norm, under the given names.
 struct StackSpec {
-  std::string type_name;            // "Qwen3Model"
+  std::string type_name;  // "Qwen3Model"
   std::string embed_name = "embed_tokens";
   std::string norm_name = "norm";
-  double embed_scale = 0.0;         // Gemma: sqrt(hidden), rounded to the activation dtype; 0 = none
+  double embed_scale = 0.0;  // Gemma: sqrt(hidden), rounded to the activation dtype; 0 = none
 };
 
 class DecoderStack : public Module {
  public:
-  DecoderStack(const ModelConfig& cfg, const tp::ParallelContext& ctx, const at::TensorOptions& opts,
-               StackSpec spec, const std::function<std::shared_ptr<DecoderLayer>(int64_t)>& make_layer,
+  DecoderStack(const ModelConfig& cfg, const tp::ParallelContext& ctx, const at::TensorOptions& opts, StackSpec spec,
+               const std::function<std::shared_ptr<DecoderLayer>(int64_t)>& make_layer,
                std::shared_ptr<Norm> final_norm);
   // tokens [T] -> [T, hidden] after the final norm.
   at::Tensor forward(const at::Tensor& tokens, const batching::BatchMeta& meta, std::vector<KVCache>& kv);
@@ -146,8 +146,8 @@ class DecoderStack : public Module {
 };
 
 struct CausalLMSpec {
-  std::string type_name;            // "Qwen3ForCausalLM"
-  std::string stack_name = "model"; // "gpt_neox"
+  std::string type_name;              // "Qwen3ForCausalLM"
+  std::string stack_name = "model";   // "gpt_neox"
   std::string head_name = "lm_head";  // "embed_out"
 };
 
@@ -156,9 +156,8 @@ class DecoderForCausalLM : public CausalLM {
   DecoderForCausalLM(const ModelConfig& cfg, const tp::ParallelContext& ctx, const at::TensorOptions& opts,
                      CausalLMSpec spec,
                      const std::function<std::shared_ptr<DecoderStack>(const ModelConfig&, const tp::ParallelContext&,
-                                                                        const at::TensorOptions&)>& make_stack);
-  at::Tensor forward(const at::Tensor& tokens, const batching::BatchMeta& meta,
-                     std::vector<KVCache>& kv) override;
+                                                                       const at::TensorOptions&)>& make_stack);
+  at::Tensor forward(const at::Tensor& tokens, const batching::BatchMeta& meta, std::vector<KVCache>& kv) override;
   // Applies final_logit_softcap when the config has one.
   at::Tensor compute_logits(const at::Tensor& hidden, const at::Tensor& rows) override;
   int64_t local_kv_heads() const override;

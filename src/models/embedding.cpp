@@ -17,8 +17,8 @@ at::Tensor Embedding::forward(const at::Tensor& ids) {
 void Embedding::load_weights(const WeightSource& source) {
   const std::string name = path() + ".weight";
   if (source.shape(name) != std::vector<int64_t>{weight.size(0), weight.size(1)}) {
-    throw LoadError(source.describe() + ": tensor '" + name + "' should have shape [" +
-                    std::to_string(weight.size(0)) + ", " + std::to_string(weight.size(1)) + "]");
+    throw LoadError(source.describe() + ": tensor '" + name + "' should have shape [" + std::to_string(weight.size(0)) +
+                    ", " + std::to_string(weight.size(1)) + "]");
   }
   weight.copy_(source.load(name));
 }

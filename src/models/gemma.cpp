@@ -28,7 +28,9 @@ class SandwichDecoderLayer : public DecoderLayer {
   SandwichDecoderLayer(const std::string& prefix, const ModelConfig& cfg, const at::TensorOptions& opts,
                        std::shared_ptr<RotaryAttention> attn, std::shared_ptr<FeedForward> ff)
       : DecoderLayer(prefix + "DecoderLayer") {
-    auto norm = [&] { return std::make_shared<RMSNorm>(prefix + "RMSNorm", cfg.hidden_size, cfg.norm_eps, opts, true); };
+    auto norm = [&] {
+      return std::make_shared<RMSNorm>(prefix + "RMSNorm", cfg.hidden_size, cfg.norm_eps, opts, true);
+    };
     self_attn = register_module("self_attn", std::move(attn));
     mlp = register_module("mlp", std::move(ff));
     input_layernorm = register_module("input_layernorm", norm());

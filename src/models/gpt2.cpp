@@ -46,8 +46,8 @@ GPT2MLP::GPT2MLP(const ModelConfig& cfg, const tp::ParallelContext& ctx, const a
     : Module("GPT2MLP") {
   const tp::ShardLayout cols =
       tp::ShardLayout::even(cfg.intermediate_size, ctx.world_size(), "intermediate (MLP) size");
-  c_fc = register_module("c_fc", std::make_shared<tp::ColumnParallelLinear>(cfg.hidden_size, true, ctx, cols, false,
-                                                                            opts));
+  c_fc = register_module("c_fc",
+                         std::make_shared<tp::ColumnParallelLinear>(cfg.hidden_size, true, ctx, cols, false, opts));
   act = register_module("act", std::make_shared<Activation>(Activation::parse(cfg.hidden_act)));
   // The activation runs on c_fc's split output: its values are split alike.
   act->set_input_sharding(tp::last_dim_sharding(ctx, cols));
@@ -76,7 +76,8 @@ at::Tensor GPT2Block::forward(const at::Tensor& x, const batching::BatchMeta& me
 
 GPT2Model::GPT2Model(const ModelConfig& cfg, const tp::ParallelContext& ctx, const at::TensorOptions& opts)
     : Module("GPT2Model") {
-  wte = register_module("wte", std::make_shared<tp::VocabParallelEmbedding>(cfg.vocab_size, cfg.hidden_size, ctx, opts));
+  wte =
+      register_module("wte", std::make_shared<tp::VocabParallelEmbedding>(cfg.vocab_size, cfg.hidden_size, ctx, opts));
   wpe = register_module("wpe", std::make_shared<Embedding>(cfg.max_position, cfg.hidden_size, opts));
   h = register_module("h", torch::nn::ModuleList());
   for (int64_t i = 0; i < cfg.num_layers; ++i) {
@@ -101,8 +102,8 @@ at::Tensor GPT2Model::forward(const at::Tensor& tokens, const batching::BatchMet
 GPT2LMHeadModel::GPT2LMHeadModel(const ModelConfig& cfg, const tp::ParallelContext& ctx, const at::TensorOptions& opts)
     : CausalLM("GPT2LMHeadModel", cfg, ctx, opts) {
   transformer = register_module("transformer", std::make_shared<GPT2Model>(config_, ctx_, options_));
-  lm_head = register_module("lm_head", std::make_shared<tp::ParallelLMHead>(config_.vocab_size, config_.hidden_size,
-                                                                            ctx_, options_));
+  lm_head = register_module(
+      "lm_head", std::make_shared<tp::ParallelLMHead>(config_.vocab_size, config_.hidden_size, ctx_, options_));
   if (config_.tie_word_embeddings) lm_head->tie_to(*transformer->wte);
   assign_paths("");
 }

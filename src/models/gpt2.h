@@ -67,8 +67,7 @@ class GPT2Model : public Module {
 class GPT2LMHeadModel : public CausalLM {
  public:
   GPT2LMHeadModel(const ModelConfig& cfg, const tp::ParallelContext& ctx, const at::TensorOptions& opts);
-  at::Tensor forward(const at::Tensor& tokens, const batching::BatchMeta& meta,
-                     std::vector<KVCache>& kv) override;
+  at::Tensor forward(const at::Tensor& tokens, const batching::BatchMeta& meta, std::vector<KVCache>& kv) override;
   at::Tensor compute_logits(const at::Tensor& hidden, const at::Tensor& rows) override;
   int64_t local_kv_heads() const override;
 

@@ -29,7 +29,8 @@ class GPTNeoXMLP : public FeedForward {
     act->set_output_sharding(tp::last_dim_sharding(ctx, cols));
   }
   at::Tensor forward(const at::Tensor& x) override {
-    return invoke(x, [&](const at::Tensor& h) { return dense_4h_to_h->forward(act->forward(dense_h_to_4h->forward(h))); });
+    return invoke(x,
+                  [&](const at::Tensor& h) { return dense_4h_to_h->forward(act->forward(dense_h_to_4h->forward(h))); });
   }
   std::shared_ptr<tp::ColumnParallelLinear> dense_h_to_4h;
   std::shared_ptr<tp::RowParallelLinear> dense_4h_to_h;
@@ -41,7 +42,8 @@ class GPTNeoXLayer : public DecoderLayer {
   GPTNeoXLayer(const ModelConfig& cfg, const tp::ParallelContext& ctx, const at::TensorOptions& opts,
                std::shared_ptr<RotaryAttention> attn)
       : DecoderLayer("GPTNeoXLayer"), parallel_(cfg.parallel_residual) {
-    input_layernorm = register_module("input_layernorm", std::make_shared<LayerNorm>(cfg.hidden_size, cfg.norm_eps, opts));
+    input_layernorm =
+        register_module("input_layernorm", std::make_shared<LayerNorm>(cfg.hidden_size, cfg.norm_eps, opts));
     post_attention_layernorm =
         register_module("post_attention_layernorm", std::make_shared<LayerNorm>(cfg.hidden_size, cfg.norm_eps, opts));
     attention = register_module("attention", std::move(attn));

@@ -18,16 +18,17 @@ tp::ShardLayout llama_kv_head_layout(const ModelConfig& cfg, int world) {
   const int64_t kvh = cfg.num_kv_heads;
   if (kvh >= world) return tp::ShardLayout::even(kvh, world, "number of key/value heads");
   if (world % kvh != 0) {
-    throw ConfigError("tensor-parallel size (" + std::to_string(world) + ") is not a multiple of the number of "
-                      "key/value heads (" + std::to_string(kvh) + ")");
+    throw ConfigError("tensor-parallel size (" + std::to_string(world) +
+                      ") is not a multiple of the number of "
+                      "key/value heads (" +
+                      std::to_string(kvh) + ")");
   }
   return tp::ShardLayout::from(kvh, world, [&](int r) {
     return std::vector<tp::RowRange>{tp::RowRange{r / (world / kvh), 1}};
   });
 }
 
-LlamaAttention::LlamaAttention(const ModelConfig& cfg, const tp::ParallelContext& ctx,
-                               const at::TensorOptions& opts,
+LlamaAttention::LlamaAttention(const ModelConfig& cfg, const tp::ParallelContext& ctx, const at::TensorOptions& opts,
                                std::shared_ptr<const kernels::RotaryEmbedding> rotary)
     : Module("LlamaAttention"), head_dim_(cfg.head_dim), rotary_(std::move(rotary)) {
   set_output_tuple_size(2);
@@ -39,19 +40,19 @@ LlamaAttention::LlamaAttention(const ModelConfig& cfg, const tp::ParallelContext
   scale_ = 1.0 / std::sqrt(static_cast<double>(d));
   options_.sliding_window = cfg.sliding_window;  // Mistral: every layer slides
   const bool b = cfg.attention_bias;
-  q_proj = register_module("q_proj", std::make_shared<tp::ColumnParallelLinear>(hidden, b, ctx, heads.scaled(d),
-                                                                                false, opts));
-  k_proj = register_module("k_proj", std::make_shared<tp::ColumnParallelLinear>(hidden, b, ctx, kv.scaled(d),
-                                                                                false, opts));
-  v_proj = register_module("v_proj", std::make_shared<tp::ColumnParallelLinear>(hidden, b, ctx, kv.scaled(d),
-                                                                                false, opts));
+  q_proj = register_module("q_proj",
+                           std::make_shared<tp::ColumnParallelLinear>(hidden, b, ctx, heads.scaled(d), false, opts));
+  k_proj =
+      register_module("k_proj", std::make_shared<tp::ColumnParallelLinear>(hidden, b, ctx, kv.scaled(d), false, opts));
+  v_proj =
+      register_module("v_proj", std::make_shared<tp::ColumnParallelLinear>(hidden, b, ctx, kv.scaled(d), false, opts));
   o_proj = register_module("o_proj", std::make_shared<tp::RowParallelLinear>(hidden, b, ctx, heads.scaled(d), opts));
 }
 
 at::Tensor LlamaAttention::forward(const at::Tensor& x, const batching::BatchMeta& meta, KVCache& kv) {
   return invoke(x, [&](const at::Tensor& h) {
     const int64_t t = h.size(0);
-    at::Tensor q = q_proj->forward(h).reshape({t, local_heads_, head_dim_}).clone();  // [T, heads, d]
+    at::Tensor q = q_proj->forward(h).reshape({t, local_heads_, head_dim_}).clone();     // [T, heads, d]
     at::Tensor k = k_proj->forward(h).reshape({t, local_kv_heads_, head_dim_}).clone();  // [T, kv, d]
     at::Tensor v = v_proj->forward(h).reshape({t, local_kv_heads_, head_dim_});
     // Rotated copies: the projections' outputs stay as hooks saw them.
@@ -68,11 +69,12 @@ LlamaMLP::LlamaMLP(const ModelConfig& cfg, const tp::ParallelContext& ctx, const
   const tp::ShardLayout cols =
       tp::ShardLayout::even(cfg.intermediate_size, ctx.world_size(), "intermediate (MLP) size");
   const bool b = cfg.mlp_bias;
-  gate_proj = register_module("gate_proj", std::make_shared<tp::ColumnParallelLinear>(cfg.hidden_size, b, ctx, cols,
-                                                                                      false, opts));
-  up_proj = register_module("up_proj", std::make_shared<tp::ColumnParallelLinear>(cfg.hidden_size, b, ctx, cols,
-                                                                                  false, opts));
-  down_proj = register_module("down_proj", std::make_shared<tp::RowParallelLinear>(cfg.hidden_size, b, ctx, cols, opts));
+  gate_proj = register_module("gate_proj",
+                              std::make_shared<tp::ColumnParallelLinear>(cfg.hidden_size, b, ctx, cols, false, opts));
+  up_proj = register_module("up_proj",
+                            std::make_shared<tp::ColumnParallelLinear>(cfg.hidden_size, b, ctx, cols, false, opts));
+  down_proj =
+      register_module("down_proj", std::make_shared<tp::RowParallelLinear>(cfg.hidden_size, b, ctx, cols, opts));
   act_fn = register_module("act_fn", std::make_shared<Activation>(Activation::parse(cfg.hidden_act)));
   // The activation runs on gate_proj's split output: its values are split alike.
   act_fn->set_input_sharding(tp::last_dim_sharding(ctx, cols));
@@ -108,8 +110,8 @@ LlamaModel::LlamaModel(const ModelConfig& cfg, const tp::ParallelContext& ctx, c
     : Module("LlamaModel"), max_position_(cfg.max_position) {
   auto rotary = std::make_shared<const kernels::RotaryEmbedding>(cfg.head_dim, cfg.max_position, cfg.rope_theta,
                                                                  cfg.rope_scaling);
-  embed_tokens = register_module("embed_tokens",
-                                 std::make_shared<tp::VocabParallelEmbedding>(cfg.vocab_size, cfg.hidden_size, ctx, opts));
+  embed_tokens = register_module(
+      "embed_tokens", std::make_shared<tp::VocabParallelEmbedding>(cfg.vocab_size, cfg.hidden_size, ctx, opts));
   layers = register_module("layers", torch::nn::ModuleList());
   for (int64_t i = 0; i < cfg.num_layers; ++i) {
     auto layer = std::make_shared<LlamaDecoderLayer>(cfg, ctx, opts, rotary);
@@ -135,8 +137,8 @@ LlamaForCausalLM::LlamaForCausalLM(const ModelConfig& cfg, const tp::ParallelCon
                                    const at::TensorOptions& opts)
     : CausalLM("LlamaForCausalLM", cfg, ctx, opts) {
   model = register_module("model", std::make_shared<LlamaModel>(config_, ctx_, options_));
-  lm_head = register_module("lm_head", std::make_shared<tp::ParallelLMHead>(config_.vocab_size,
-                                                                            config_.hidden_size, ctx_, options_));
+  lm_head = register_module(
+      "lm_head", std::make_shared<tp::ParallelLMHead>(config_.vocab_size, config_.hidden_size, ctx_, options_));
   if (config_.tie_word_embeddings) lm_head->tie_to(*model->embed_tokens);
   assign_paths("");
 }

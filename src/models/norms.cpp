@@ -17,8 +17,7 @@ at::Tensor load_vector(const WeightSource& src, const std::string& name, int64_t
 }
 }  // namespace
 
-RMSNorm::RMSNorm(std::string type_name, int64_t dim, double eps, const at::TensorOptions& options,
-                 bool unit_offset)
+RMSNorm::RMSNorm(std::string type_name, int64_t dim, double eps, const at::TensorOptions& options, bool unit_offset)
     : Norm(std::move(type_name)), eps_(eps), unit_offset_(unit_offset) {
   weight = register_parameter("weight", unit_offset ? at::zeros({dim}, options) : at::ones({dim}, options), false);
 }
@@ -36,16 +35,13 @@ void RMSNorm::load_weights(const WeightSource& source) {
   weight.copy_(load_vector(source, path() + ".weight", weight.size(0)));
 }
 
-LayerNorm::LayerNorm(int64_t dim, double eps, const at::TensorOptions& options)
-    : Norm("LayerNorm"), eps_(eps) {
+LayerNorm::LayerNorm(int64_t dim, double eps, const at::TensorOptions& options) : Norm("LayerNorm"), eps_(eps) {
   weight = register_parameter("weight", at::ones({dim}, options), false);
   bias = register_parameter("bias", at::zeros({dim}, options), false);
 }
 
 at::Tensor LayerNorm::forward(const at::Tensor& x) {
-  return invoke(x, [&](const at::Tensor& in) {
-    return at::layer_norm(in, {weight.size(0)}, weight, bias, eps_);
-  });
+  return invoke(x, [&](const at::Tensor& in) { return at::layer_norm(in, {weight.size(0)}, weight, bias, eps_); });
 }
 
 void LayerNorm::load_weights(const WeightSource& source) {

@@ -20,8 +20,7 @@ class Norm : public Module {
 // (the stored weight stays Hugging Face's parameter).
 class RMSNorm : public Norm {
  public:
-  RMSNorm(std::string type_name, int64_t dim, double eps, const at::TensorOptions& options,
-          bool unit_offset = false);
+  RMSNorm(std::string type_name, int64_t dim, double eps, const at::TensorOptions& options, bool unit_offset = false);
   at::Tensor forward(const at::Tensor& x) override;  // [..., dim] -> [..., dim]
   void load_weights(const WeightSource& source) override;
   at::Tensor weight;  // [dim]

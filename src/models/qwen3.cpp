@@ -28,8 +28,8 @@ std::shared_ptr<CausalLM> make_qwen3(const ModelConfig& cfg, const tp::ParallelC
       a.rotary = rotary;
       std::shared_ptr<FeedForward> ff;
       if (c.layer_is_moe(i)) {
-        MoeSpec m{prefix + "SparseMoeBlock", prefix + "MLP", "gate_proj", "up_proj", "down_proj",
-                  c.moe_intermediate_size, c.norm_topk_prob};
+        MoeSpec m{prefix + "SparseMoeBlock", prefix + "MLP",  "gate_proj", "up_proj", "down_proj",
+                  c.moe_intermediate_size,   c.norm_topk_prob};
         ff = std::make_shared<SparseMoeBlock>(c, x, o, m);
       } else {
         MlpSpec m;

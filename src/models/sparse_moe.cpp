@@ -14,8 +14,8 @@ MoeExpert::MoeExpert(const ModelConfig& cfg, const tp::ParallelContext& ctx, con
   const int64_t hidden = cfg.hidden_size;
   gate_proj = register_module(spec.gate_name,
                               std::make_shared<tp::ColumnParallelLinear>(hidden, false, ctx, cols, false, opts));
-  up_proj = register_module(spec.up_name,
-                            std::make_shared<tp::ColumnParallelLinear>(hidden, false, ctx, cols, false, opts));
+  up_proj =
+      register_module(spec.up_name, std::make_shared<tp::ColumnParallelLinear>(hidden, false, ctx, cols, false, opts));
   down_proj = register_module(spec.down_name, std::make_shared<tp::RowParallelLinear>(hidden, false, ctx, cols, opts));
   act_fn = register_module("act_fn", std::make_shared<Activation>(Activation::parse(cfg.hidden_act)));
   act_fn->set_input_sharding(tp::last_dim_sharding(ctx, cols));
@@ -37,10 +37,11 @@ SparseMoeBlock::SparseMoeBlock(const ModelConfig& cfg, const tp::ParallelContext
   set_output_tuple_size(2);  // Hugging Face returns (hidden_states, router_logits)
   // The router is small: every rank holds all of it, and its output is whole.
   const int64_t e = cfg.num_experts;
-  const tp::ShardLayout all =
-      tp::ShardLayout::from(e, ctx.world_size(), [e](int) { return std::vector<tp::RowRange>{{0, e}}; });
-  gate = register_module("gate", std::make_shared<tp::ColumnParallelLinear>(cfg.hidden_size, false, ctx, all, false,
-                                                                            opts));
+  const tp::ShardLayout all = tp::ShardLayout::from(e, ctx.world_size(), [e](int) {
+    return std::vector<tp::RowRange>{{0, e}};
+  });
+  gate = register_module("gate",
+                         std::make_shared<tp::ColumnParallelLinear>(cfg.hidden_size, false, ctx, all, false, opts));
   gate->set_output_sharding(nullptr);
   experts = register_module("experts", torch::nn::ModuleList());
   for (int64_t i = 0; i < e; ++i) {
@@ -58,12 +59,12 @@ at::Tensor SparseMoeBlock::forward(const at::Tensor& x) {
     auto [weights, chosen] = probs.topk(top_k_, -1);            // [T, k] each
     if (spec_.renormalize) weights = weights / weights.sum(-1, true);
     weights = weights.to(h.dtype());
-    at::Tensor out = at::zeros_like(h);                         // [T, hidden]
+    at::Tensor out = at::zeros_like(h);  // [T, hidden]
     // Slot-major order within each expert, as Hugging Face's where(one_hot) gives.
-    at::Tensor chosen_kt = chosen.t().contiguous();             // [k, T]
+    at::Tensor chosen_kt = chosen.t().contiguous();  // [k, T]
     for (int64_t ex = 0; ex < e; ++ex) {
       // Every expert runs every step (as in Hugging Face), so its hooks fire even with no rows.
-      at::Tensor hit = (chosen_kt == ex).nonzero();             // [n, 2]: (slot, token)
+      at::Tensor hit = (chosen_kt == ex).nonzero();  // [n, 2]: (slot, token)
       at::Tensor slot = hit.select(1, 0), token = hit.select(1, 1);
       at::Tensor y = expert_ptrs[ex]->forward(h, token).index_select(0, token);  // [n, hidden]
       at::Tensor w = weights.index({token, slot}).unsqueeze(1);                  // [n, 1]

@@ -23,8 +23,8 @@
 namespace nnsight {
 
 struct MoeSpec {
-  std::string block_type;    // "MixtralSparseMoeBlock"
-  std::string expert_type;   // "MixtralBlockSparseTop2MLP"
+  std::string block_type;   // "MixtralSparseMoeBlock"
+  std::string expert_type;  // "MixtralBlockSparseTop2MLP"
   // Expert projection names: gate (activated), up, down.
   std::string gate_name = "w1", up_name = "w3", down_name = "w2";
   int64_t expert_intermediate = 0;  // 0 = cfg.intermediate_size
@@ -33,8 +33,7 @@ struct MoeSpec {
 
 class MoeExpert : public Module {
  public:
-  MoeExpert(const ModelConfig& cfg, const tp::ParallelContext& ctx, const at::TensorOptions& opts,
-            const MoeSpec& spec);
+  MoeExpert(const ModelConfig& cfg, const tp::ParallelContext& ctx, const at::TensorOptions& opts, const MoeSpec& spec);
   // x: [T, hidden], tokens: [n] int64 (rows routed here) -> [T, hidden], zero off those rows.
   at::Tensor forward(const at::Tensor& x, const at::Tensor& tokens);
 
@@ -45,8 +44,7 @@ class MoeExpert : public Module {
 
 class SparseMoeBlock : public FeedForward {
  public:
-  SparseMoeBlock(const ModelConfig& cfg, const tp::ParallelContext& ctx, const at::TensorOptions& opts,
-                 MoeSpec spec);
+  SparseMoeBlock(const ModelConfig& cfg, const tp::ParallelContext& ctx, const at::TensorOptions& opts, MoeSpec spec);
   // [T, hidden] -> [T, hidden]; hooks see the tuple (hidden, None).
   at::Tensor forward(const at::Tensor& x) override;
 

@@ -66,15 +66,28 @@ TEST(ModelConfig, EachBadFieldIsNamed) {
   expect_config_error([](ModelConfig& c) { c.num_heads = 7; }, "num_heads = 7 does not divide hidden_size = 576");
   expect_config_error([](ModelConfig& c) { c.num_kv_heads = 2; }, "num_kv_heads = 2 does not divide num_heads = 9");
   expect_config_error([](ModelConfig& c) { c.head_dim = 63; }, "head_dim = 63 is odd");
-  expect_config_error([](ModelConfig& c) { c.architecture = "gpt2"; c.head_dim = 32; }, "head_dim = 32");
+  expect_config_error(
+      [](ModelConfig& c) {
+        c.architecture = "gpt2";
+        c.head_dim = 32;
+      },
+      "head_dim = 32");
   expect_config_error([](ModelConfig& c) { c.norm_eps = 0; }, "norm_eps");
   expect_config_error([](ModelConfig& c) { c.norm_eps = std::nan(""); }, "norm_eps");
   expect_config_error([](ModelConfig& c) { c.rope_theta = -1; }, "rope_theta");
   expect_config_error([](ModelConfig& c) { c.rope_scaling.factor = -2; }, "rope_scaling.factor");
-  expect_config_error([](ModelConfig& c) { c.rope_scaling.factor = 8; c.rope_scaling.high_freq_factor = 0.5; },
-                      "rope_scaling.high_freq_factor");
-  expect_config_error([](ModelConfig& c) { c.rope_scaling.factor = 8; c.rope_scaling.original_max_position = 0; },
-                      "rope_scaling.original_max_position = 0");
+  expect_config_error(
+      [](ModelConfig& c) {
+        c.rope_scaling.factor = 8;
+        c.rope_scaling.high_freq_factor = 0.5;
+      },
+      "rope_scaling.high_freq_factor");
+  expect_config_error(
+      [](ModelConfig& c) {
+        c.rope_scaling.factor = 8;
+        c.rope_scaling.original_max_position = 0;
+      },
+      "rope_scaling.original_max_position = 0");
   expect_config_error([](ModelConfig& c) { c.hidden_act.clear(); }, "hidden_act is empty");
   expect_config_error([](ModelConfig& c) { c.bos_token_id = 49152; }, "bos_token_id = 49152 is outside");
   expect_config_error([](ModelConfig& c) { c.eos_token_id = -5; }, "eos_token_id = -5");

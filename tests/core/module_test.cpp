@@ -10,9 +10,7 @@ namespace {
 // y = x * scale; a tensor-in, tensor-out module.
 class Scale : public Module {
  public:
-  explicit Scale(double s, int tuple_size = 0) : Module("Scale"), s_(s) {
-    set_output_tuple_size(tuple_size);
-  }
+  explicit Scale(double s, int tuple_size = 0) : Module("Scale"), s_(s) { set_output_tuple_size(tuple_size); }
   at::Tensor forward(const at::Tensor& x) {
     ++calls;
     return invoke(x, [&](const at::Tensor& in) { return in * s_; });

@@ -37,8 +37,8 @@ struct Params {
 };
 
 TEST(RopeScalingFactors, ForwardMatchesHuggingFace) {
-  for (Params p : {Params{500000, 128, 8, 1, 4, 8192}, Params{500000, 64, 32, 1, 4, 8192},
-                   Params{10000, 64, 4, 2, 8, 4096}}) {
+  for (Params p :
+       {Params{500000, 128, 8, 1, 4, 8192}, Params{500000, 64, 32, 1, 4, 8192}, Params{10000, 64, 4, 2, 8, 4096}}) {
     RopeScaling s{p.factor, p.low, p.high, p.orig};
     std::vector<double> got = llama3_rope_freq_factors(s, p.theta, p.dim);
     std::vector<double> want = hf_divisors(p.theta, p.dim, p.factor, p.low, p.high, double(p.orig));
@@ -50,8 +50,8 @@ TEST(RopeScalingFactors, ForwardMatchesHuggingFace) {
 }
 
 TEST(RopeScalingFactors, FitRecoversTheParametersFromFloat32Divisors) {
-  for (Params p : {Params{500000, 128, 8, 1, 4, 8192}, Params{500000, 64, 32, 1, 4, 8192},
-                   Params{10000, 64, 4, 2, 8, 4096}}) {
+  for (Params p :
+       {Params{500000, 128, 8, 1, 4, 8192}, Params{500000, 64, 32, 1, 4, 8192}, Params{10000, 64, 4, 2, 8, 4096}}) {
     std::vector<double> d = hf_divisors(p.theta, p.dim, p.factor, p.low, p.high, double(p.orig));
     std::vector<float> stored(d.begin(), d.end());
     RopeScaling s = fit_llama3_rope_scaling(stored, p.theta, p.dim, p.orig, "t");

@@ -28,9 +28,9 @@
 namespace {
 
 struct Block {
-  std::string file;   // as given on the command line
-  std::string kind;   // "", "program" or "cling"
-  int line = 0;       // first code line, 1-based
+  std::string file;  // as given on the command line
+  std::string kind;  // "", "program" or "cling"
+  int line = 0;      // first code line, 1-based
   std::vector<std::string> lines;
 };
 
@@ -90,7 +90,8 @@ bool read_blocks(const std::string& path, std::vector<Block>& out) {
         return false;
       }
       if (kind == "cling" && base_name(path) != "notebooks.md") {
-        std::cerr << path << ":" << n << ": ```cpp cling blocks belong in docs/notebooks.md (the cling test runs those)\n";
+        std::cerr << path << ":" << n
+                  << ": ```cpp cling blocks belong in docs/notebooks.md (the cling test runs those)\n";
         return false;
       }
       cur = Block{path, kind, n + 1, {}};
@@ -132,8 +133,11 @@ int main(int argc, char** argv) {
   for (int i = 2; i < argc; ++i)
     if (!read_blocks(argv[i], blocks)) return 1;
 
-  std::set<std::string> includes = {"#include <cstdio>", "#include <ATen/ATen.h>", "#include <nnsight/nnsight.hpp>",
-                                    "#include <nnsight/display.hpp>", "#include <nnsight/forward_hook.hpp>",
+  std::set<std::string> includes = {"#include <cstdio>",
+                                    "#include <ATen/ATen.h>",
+                                    "#include <nnsight/nnsight.hpp>",
+                                    "#include <nnsight/display.hpp>",
+                                    "#include <nnsight/forward_hook.hpp>",
                                     "#include <nnsight/capture.hpp>"};
   for (const auto& b : blocks)
     for (const auto& l : b.lines)

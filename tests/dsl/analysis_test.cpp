@@ -15,15 +15,15 @@ using dsl::Value;
 TEST(DslAnalysis, AccessesPointsAndExternalNeeds) {
   SourceLoc loc{"a.cpp", 1};
   auto b0 = std::make_shared<dsl::GraphBuilder>(1, 0);
-  NodeId c0 = b0->constant(Value::integer(1), loc);                          // 0: before any access
-  NodeId g0 = b0->get("model.layers.2.output", StepSpec::fixed(0), loc);     // 1: access 0
-  NodeId m0 = b0->op("mean", {g0}, loc);                                      // 2
-  NodeId it = b0->begin_iter(dsl::IterRange::range(1, 3), loc);              // 3
+  NodeId c0 = b0->constant(Value::integer(1), loc);                       // 0: before any access
+  NodeId g0 = b0->get("model.layers.2.output", StepSpec::fixed(0), loc);  // 1: access 0
+  NodeId m0 = b0->op("mean", {g0}, loc);                                  // 2
+  NodeId it = b0->begin_iter(dsl::IterRange::range(1, 3), loc);           // 3
   NodeId cond = b0->op("eq", {it, b0->constant(Value::integer(2), loc)}, loc);
   b0->begin_cond(cond, loc);
-  NodeId g1 = b0->get("logits", StepSpec::iter(0), loc);                     // access 1 (conditional)
+  NodeId g1 = b0->get("logits", StepSpec::iter(0), loc);  // access 1 (conditional)
   b0->end_cond(loc);
-  b0->set("samples", StepSpec::iter(1), g1, loc);                             // access 2
+  b0->set("samples", StepSpec::iter(1), g1, loc);  // access 2
   b0->end_iter(loc);
   dsl::Graph graph0 = b0->finish();
 
@@ -57,9 +57,9 @@ TEST(DslAnalysis, AccessesPointsAndExternalNeeds) {
   ASSERT_TRUE(a1.externals[0].needed.has_value());
   EXPECT_EQ(a1.externals[0].needed->key, "model.layers.2.output");  // invoke 0 must have passed layer 2
   ASSERT_TRUE(a1.externals[0].at.has_value());
-  EXPECT_EQ(a1.externals[0].at->key, "model.layers.5.output");      // by the time invoke 1 is at layer 5
+  EXPECT_EQ(a1.externals[0].at->key, "model.layers.5.output");  // by the time invoke 1 is at layer 5
   EXPECT_EQ(a1.externals[1].node, e2);
-  EXPECT_FALSE(a1.externals[1].needed.has_value());                 // a constant exists from the start
+  EXPECT_FALSE(a1.externals[1].needed.has_value());  // a constant exists from the start
 }
 
 }  // namespace

@@ -83,8 +83,8 @@ TEST(DslCodec, EveryNodeAndValueKindRoundTrips) {
   ASSERT_EQ(a.saves.size(), b.saves.size());
   for (const auto& [name, v] : a.saves) EXPECT_TRUE(same_value(b.saves.at(name), v)) << name;
   EXPECT_EQ(a.saves.count("never"), 0u);
-  EXPECT_EQ(a.saves.at("mlp_sums").as_list().size(), 2u);       // steps 6 and 7
-  EXPECT_EQ(a.saves.at("logits_each").as_list().size(), 2u);    // steps 1 and 3
+  EXPECT_EQ(a.saves.at("mlp_sums").as_list().size(), 2u);     // steps 6 and 7
+  EXPECT_EQ(a.saves.at("logits_each").as_list().size(), 2u);  // steps 1 and 3
   EXPECT_TRUE(same_value(a.saves.at("scaled"), Value(at::arange(4, at::kFloat) * 2.0)));
 }
 
@@ -139,7 +139,8 @@ TEST(DslCodec, JsonTensorDataFormsAgree) {
   g.nodes.push_back(n);
   std::string json = dsl::to_json(g);
   EXPECT_NE(json.find("\"data_b64\":\"AADAvwAAgD4AAEBA\""), std::string::npos) << json;  // LE float32 bytes
-  Graph hand = dsl::from_json(R"({"nodes":[{"kind":"const","value":{"dtype":"float32","shape":[3],"data":[-1.5,0.25,3]}}]})");
+  Graph hand =
+      dsl::from_json(R"({"nodes":[{"kind":"const","value":{"dtype":"float32","shape":[3],"data":[-1.5,0.25,3]}}]})");
   EXPECT_EQ(dsl::encode_binary(hand), dsl::encode_binary(g));
 }
 
@@ -152,7 +153,8 @@ TEST(DslCodec, JsonErrorsNameNodeAndPointer) {
       {R"({"nodes":[{"kind":"const","value":1},{"kind":"op","op":"neg","args":["x"]}]})", "/nodes/1/args/0 (node 1)"},
       {R"({"nodes":[{"kind":"get","key":"logits","step":{"iter":"a"}}]})", "/nodes/0/step/iter (node 0)"},
       {R"({"nodes":[{"kind":"const","value":{"dtype":"float32","shape":[2],"data":[1]}}]})", "/nodes/0/value/data"},
-      {R"({"nodes":[{"kind":"const","value":{"dtype":"float32","shape":[1],"data_b64":"AAA"}}]})", "/nodes/0/value/data_b64"},
+      {R"({"nodes":[{"kind":"const","value":{"dtype":"float32","shape":[1],"data_b64":"AAA"}}]})",
+       "/nodes/0/value/data_b64"},
       {R"({"nodes":[{"kind":"konst"}]})", "/nodes/0/kind"},
       {R"({"nodes":[{"kind":"stop","extra":1}]})", "/nodes/0/extra"},
       {R"({"nodes":[{"id":3,"kind":"stop"}]})", "/nodes/0/id"},

@@ -33,8 +33,12 @@ TEST(DslEval, IterRunsTheBodyOncePerStep) {
   FakeProvider p;
   EXPECT_EQ(run_graph(b->finish(), p), dsl::EvalStatus::Completed);
   using Get = std::pair<std::string, int64_t>;
-  EXPECT_EQ(p.gets, (std::vector<Get>{{"logits", 1}, {"model.x.output", 2}, {"logits", 3}, {"model.x.output", 4},
-                                      {"logits", 5}, {"model.x.output", 6}}));
+  EXPECT_EQ(p.gets, (std::vector<Get>{{"logits", 1},
+                                      {"model.x.output", 2},
+                                      {"logits", 3},
+                                      {"model.x.output", 4},
+                                      {"logits", 5},
+                                      {"model.x.output", 6}}));
   const auto& s = p.saves.at("s").as_list();
   ASSERT_EQ(s.size(), 3u);
   for (int k = 0; k < 3; ++k) {
@@ -58,7 +62,7 @@ TEST(DslEval, AllStepsEndsCleanlyWhenTheRequestFinishes) {
   p.finish_at(4);
   EXPECT_EQ(run_graph(b->finish(), p), dsl::EvalStatus::Completed);
   EXPECT_EQ(p.saves.at("tokens").as_list().size(), 4u);  // steps 0..3 survive
-  EXPECT_TRUE(p.saves.count("after"));                    // and the graph goes on after the loop
+  EXPECT_TRUE(p.saves.count("after"));                   // and the graph goes on after the loop
 }
 
 TEST(DslEval, RequestFinishedOutsideAllIsAnErrorAtTheNode) {
@@ -143,7 +147,7 @@ TEST(DslEval, SetitemMutatesTheProvidersTensorInPlace) {
   p.put("model.layers.0.output", 0, Value(activation));
   run_graph(b->finish(), p);
   EXPECT_TRUE(at::equal(activation, expected));  // the provider's own tensor changed
-  EXPECT_TRUE(p.sets.empty());                    // and no set was needed
+  EXPECT_TRUE(p.sets.empty());                   // and no set was needed
 }
 
 TEST(DslEval, ConstantsSurviveInPlaceAssignment) {
@@ -200,7 +204,9 @@ TEST(DslEval, ApplyCallsARegisteredFunction) {
   // Without the function on the worker: an error at the node.
   FakeProvider q;
   dsl::ValidatedGraph vg = dsl::validate(g);
-  EXPECT_NE(error_of<dsl::EvalError>([&] { dsl::evaluate(vg, q); }).find("eval_test.cpp:2: function 'clamp_to' is not registered"),
+  EXPECT_NE(error_of<dsl::EvalError>([&] {
+              dsl::evaluate(vg, q);
+            }).find("eval_test.cpp:2: function 'clamp_to' is not registered"),
             std::string::npos);
 }
 
@@ -285,8 +291,8 @@ class FiberProvider : public FakeProvider {
 TEST(DslEval, RunsInsideAFiberAndUnwindsWhenTheFiberIsDestroyed) {
   auto b = builder();
   for (int i = 0; i < 3; ++i)
-    b->save(b->get("model.layers." + std::to_string(i) + ".output", StepSpec::fixed(0), L(1)),
-            "h" + std::to_string(i), dsl::SaveMode::Replace, L(2));
+    b->save(b->get("model.layers." + std::to_string(i) + ".output", StepSpec::fixed(0), L(1)), "h" + std::to_string(i),
+            dsl::SaveMode::Replace, L(2));
   dsl::ValidatedGraph vg = dsl::validate(b->finish());
 
   // Completes when resumed at each point.

@@ -27,10 +27,22 @@ namespace {
 struct Bytes {
   std::string s;
   Bytes() { s = std::string("NNSG\x01\x00\x01", 7); }  // magic, version 1, cereal LE flag
-  Bytes& u8(uint8_t v) { s.push_back(static_cast<char>(v)); return *this; }
-  Bytes& u32(uint32_t v) { for (int i = 0; i < 4; ++i) u8(static_cast<uint8_t>(v >> (8 * i))); return *this; }
-  Bytes& u64(uint64_t v) { for (int i = 0; i < 8; ++i) u8(static_cast<uint8_t>(v >> (8 * i))); return *this; }
-  Bytes& text(const char* t) { s += t; return *this; }
+  Bytes& u8(uint8_t v) {
+    s.push_back(static_cast<char>(v));
+    return *this;
+  }
+  Bytes& u32(uint32_t v) {
+    for (int i = 0; i < 4; ++i) u8(static_cast<uint8_t>(v >> (8 * i)));
+    return *this;
+  }
+  Bytes& u64(uint64_t v) {
+    for (int i = 0; i < 8; ++i) u8(static_cast<uint8_t>(v >> (8 * i)));
+    return *this;
+  }
+  Bytes& text(const char* t) {
+    s += t;
+    return *this;
+  }
   // invoke 0, one file "", `nodes` nodes follow.
   Bytes& prelude(uint64_t nodes) { return u32(0).u64(1).u64(0).u64(nodes); }
   // A Const node's header (kind 0, file 0, line 1).
@@ -82,7 +94,8 @@ TEST(DslHostile, WrongMagicAndVersion) {
 TEST(DslHostile, HugeLengthFieldsAreRejectedBeforeAllocating) {
   const uint64_t huge = uint64_t{1} << 62;
   // File name length.
-  EXPECT_TRUE(contains(decode_error(Bytes().u32(0).u64(1).u64(huge).s), "file name length 4611686018427387904 exceeds"));
+  EXPECT_TRUE(
+      contains(decode_error(Bytes().u32(0).u64(1).u64(huge).s), "file name length 4611686018427387904 exceeds"));
   // File count, node count.
   EXPECT_TRUE(contains(decode_error(Bytes().u32(0).u64(huge).s), "file count"));
   EXPECT_TRUE(contains(decode_error(Bytes().prelude(huge).s), "node count 4611686018427387904 exceeds"));
@@ -90,8 +103,8 @@ TEST(DslHostile, HugeLengthFieldsAreRejectedBeforeAllocating) {
   EXPECT_TRUE(contains(decode_error(Bytes().prelude(90000).s), "truncated: node count 90000"));
   // List length, op argument count, string value length.
   EXPECT_TRUE(contains(decode_error(Bytes().prelude(1).const_node().u8(5).u64(huge).s), "list length"));
-  EXPECT_TRUE(contains(decode_error(Bytes().prelude(1).u8(3).u32(0).u32(1).u64(3).text("neg").u64(huge).s),
-                       "argument count"));
+  EXPECT_TRUE(
+      contains(decode_error(Bytes().prelude(1).u8(3).u32(0).u32(1).u64(3).text("neg").u64(huge).s), "argument count"));
   EXPECT_TRUE(contains(decode_error(Bytes().prelude(1).const_node().u8(9).u64(huge).s), "string value length"));
   // Tensor dims whose product overflows int64.
   Bytes t;
@@ -125,8 +138,11 @@ TEST(DslHostile, NoAllocationBeyondTheLimitsUnderAnAddressSpaceCap) {
   Bytes list;
   list.prelude(1).const_node().u8(5).u64(uint64_t{1} << 40);
   std::vector<std::string> inputs = {gig.s, list.s, Bytes().prelude(uint64_t{1} << 40).s};
-  dsl::Limits loose = dsl::Limits().tensor_elements(uint64_t{1} << 40).constant_bytes(uint64_t{1} << 42)
-                          .list_length(uint64_t{1} << 41).nodes(uint64_t{1} << 41);
+  dsl::Limits loose = dsl::Limits()
+                          .tensor_elements(uint64_t{1} << 40)
+                          .constant_bytes(uint64_t{1} << 42)
+                          .list_length(uint64_t{1} << 41)
+                          .nodes(uint64_t{1} << 41);
   pid_t pid = fork();
   ASSERT_GE(pid, 0);
   if (pid == 0) {
@@ -167,8 +183,8 @@ TEST(DslHostile, DeepNestingIsRejectedWithoutRecursingDeep) {
   b.u8(0);
   EXPECT_TRUE(contains(decode_error(b.s), "nested deeper than the limit of 64"));
   // ... and in JSON.
-  std::string json = R"({"nodes":[{"kind":"const","value":)" + std::string(100000, '[') +
-                     std::string(100000, ']') + "}]}";
+  std::string json =
+      R"({"nodes":[{"kind":"const","value":)" + std::string(100000, '[') + std::string(100000, ']') + "}]}";
   EXPECT_TRUE(contains(error_of<dsl::DecodeError>([&] { dsl::from_json(json); }), "nested deeper"));
   // 200 nested blocks decode (they are flat) but do not validate.
   dsl::Graph g;
@@ -193,8 +209,7 @@ TEST(DslHostile, DeepNestingIsRejectedWithoutRecursingDeep) {
 
 TEST(DslHostile, ForwardReferencesAndUnknownOpsAreRejectedAtValidation) {
   // op 'neg' at node 0 referring to node 1.
-  std::string fwd = Bytes().prelude(2).u8(3).u32(0).u32(7).u64(3).text("neg").u64(1).u32(1)
-                        .const_node().u8(2).u64(5).s;
+  std::string fwd = Bytes().prelude(2).u8(3).u32(0).u32(7).u64(3).text("neg").u64(1).u32(1).const_node().u8(2).u64(5).s;
   std::string msg = error_of<dsl::ValidationError>([&] { dsl::validate(dsl::decode_binary(fwd)); });
   EXPECT_TRUE(contains(msg, "node 0 (op 'neg') at :7: argument 0 refers to node 1, which does not come before it"))
       << msg;
@@ -215,8 +230,8 @@ TEST(DslHostile, BadEnumBytesAndValuesAreRejected) {
   EXPECT_TRUE(contains(decode_error(Bytes().prelude(1).const_node().u8(1).u8(1).u8(1).u64(2).u8(0).u8(2).s),
                        "bool tensor element 1 is 2"));
   EXPECT_TRUE(contains(decode_error(Bytes().prelude(1).const_node().u8(7).u64(1).u8(1).u8(4).s), "slice flags 4"));
-  EXPECT_TRUE(contains(decode_error(Bytes().prelude(1).const_node().u8(9).u64(2).u8(0xc3).u8(0x28).s),
-                       "not valid UTF-8"));
+  EXPECT_TRUE(
+      contains(decode_error(Bytes().prelude(1).const_node().u8(9).u64(2).u8(0xc3).u8(0x28).s), "not valid UTF-8"));
   EXPECT_TRUE(contains(decode_error(Bytes().prelude(1).u8(1).u32(0).u32(1).u64(6).text("logits").u8(3).s),
                        "unknown step mode 3"));
 }
@@ -234,9 +249,15 @@ TEST(DslHostile, RandomMutationsNeverCrash) {
     for (int e = 0; e < edits; ++e) {
       size_t pos = rng() % s.size();
       switch (rng() % 3) {
-        case 0: s[pos] = static_cast<char>(rng()); break;
-        case 1: s[pos] ^= static_cast<char>(1u << (rng() % 8)); break;
-        default: s.erase(pos, 1 + rng() % 8); break;
+        case 0:
+          s[pos] = static_cast<char>(rng());
+          break;
+        case 1:
+          s[pos] ^= static_cast<char>(1u << (rng() % 8));
+          break;
+        default:
+          s.erase(pos, 1 + rng() % 8);
+          break;
       }
     }
     try {

@@ -10,12 +10,13 @@ namespace nnsight::dsl {
 namespace {
 
 const std::string kDoc =
-    "{\n"                                          // line 1
-    "  \"format\": \"nnsight.graph\",\n"           // line 2
-    "  \"a/b\": {\"x~y\": [10, {\"k\": \"]}\"}]},\n"  // line 3
-    "  \"nodes\": [\n"                             // line 4
+    "{\n"                                              // line 1
+    "  \"format\": \"nnsight.graph\",\n"               // line 2
+    "  \"a/b\": {\"x~y\": [10, {\"k\": \"]}\"}]},\n"   // line 3
+    "  \"nodes\": [\n"                                 // line 4
     "    {\"kind\": \"get\", \"key\": \"logits\"},\n"  // line 5
-    "    {\"kind\": \"op\", \"op\": \"neg\", \"args\": [0]},  {\"kind\": \"save\", \"name\": \"\\u00e9\\\"\"}\n"  // line 6
+    "    {\"kind\": \"op\", \"op\": \"neg\", \"args\": [0]},  {\"kind\": \"save\", \"name\": \"\\u00e9\\\"\"}\n"  // line
+                                                                                                                  // 6
     "  ]\n"
     "}\n";
 

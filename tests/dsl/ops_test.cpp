@@ -20,7 +20,8 @@ TEST(DslOps, EveryCaseMatchesLibTorch) {
     std::vector<at::Tensor> inputs = c.inputs(gen);
     FakeProvider p;
     p.set_default_tensors(false);
-    for (size_t k = 0; k < inputs.size(); ++k) p.put("in" + std::to_string(k) + ".output", 0, dsl::Value(inputs[k].clone()));
+    for (size_t k = 0; k < inputs.size(); ++k)
+      p.put("in" + std::to_string(k) + ".output", 0, dsl::Value(inputs[k].clone()));
     dsl::Graph g = build_case_graph(c);
     ASSERT_EQ(run_graph(g, p), dsl::EvalStatus::Completed);
     ASSERT_TRUE(p.saves.count("out"));
@@ -67,7 +68,9 @@ TEST(DslOps, ErrorsNameTheParameter) {
 
 TEST(DslOps, IntegerOverflowAndDivisionByZeroAreErrors) {
   for (auto [op, a, b] : {std::tuple<const char*, int64_t, int64_t>{"add", INT64_MAX, 1},
-                          {"mul", INT64_MAX / 2, 3}, {"pow", 10, 40}, {"div", 1, 0}}) {
+                          {"mul", INT64_MAX / 2, 3},
+                          {"pow", 10, 40},
+                          {"div", 1, 0}}) {
     CaseBuilder cb;
     cb.b->save(cb.op(op, {cb.i(a), cb.i(b)}), "r", dsl::SaveMode::Replace, SourceLoc{});
     FakeProvider p;

@@ -29,12 +29,12 @@ TEST(DslProxy, NodesRecordTheLineThatCreatedThem) {
   auto b = std::make_shared<GraphBuilder>();
   Proxy h = output_of(b, "model.layers.0");
   const unsigned base = __LINE__;
-  Proxy sum = h + 1;                       // base + 1
-  Proxy prod = 2.0 * h;                    // base + 2
-  Proxy sm = h.softmax(-1);                // base + 3
-  Proxy idx = h[{Slice(), -1}];            // base + 4
-  Proxy m = where(h > 0, h, 0);            // base + 5
-  Saved s = sm.save();                     // base + 6
+  Proxy sum = h + 1;             // base + 1
+  Proxy prod = 2.0 * h;          // base + 2
+  Proxy sm = h.softmax(-1);      // base + 3
+  Proxy idx = h[{Slice(), -1}];  // base + 4
+  Proxy m = where(h > 0, h, 0);  // base + 5
+  Saved s = sm.save();           // base + 6
   EXPECT_EQ(node_of(sum).loc.line, base + 1);
   EXPECT_EQ(node_of(prod).loc.line, base + 2);
   EXPECT_EQ(node_of(sm).loc.line, base + 3);
@@ -71,8 +71,8 @@ TEST(DslProxy, ExpressionsEvaluateLikeLibTorch) {
   EXPECT_TRUE(same_value(got(sy), Value(((x * 2 - v) / 3 + 1).relu())));
   EXPECT_TRUE(same_value(got(sz), Value(at::cat({((x * 2 - v) / 3 + 1).relu(), -x}, 0).softmax(1).log_softmax(0))));
   EXPECT_TRUE(same_value(got(sst), Value(x.transpose(0, 1).reshape({8}).unsqueeze(0).sum(-1, true))));
-  EXPECT_TRUE(same_value(got(scmp), Value((x >= 0).to(at::kFloat).mean() + x.abs().max() - x.min() +
-                                          at::norm(x, 2.0, {1}, false).sum())));
+  EXPECT_TRUE(same_value(
+      got(scmp), Value((x >= 0).to(at::kFloat).mean() + x.abs().max() - x.min() + at::norm(x, 2.0, {1}, false).sum())));
   EXPECT_TRUE(same_value(got(stop), Value(std::get<1>(x.topk(2)))));
   EXPECT_TRUE(same_value(got(sext), Value(at::gelu(x.exp().log().sqrt().tanh().sigmoid(), "tanh"))));
   EXPECT_TRUE(same_value(got(smm), Value(at::matmul(x, x.t()) + at::outer(x[0], x[1]).sum())));
@@ -100,7 +100,7 @@ TEST(DslProxy, AssigningToAnOutputRecordsASet) {
   EXPECT_EQ(g.nodes[g.nodes.size() - 2].kind, NodeKind::Const);
   // Assigning to a computed value is an error; rebinding a named proxy is not.
   Proxy h = output_of(b, "model.layers.2");
-  EXPECT_THROW(std::move(h) * 2 = 1, dsl::BuildError);
+  EXPECT_THROW(std::move(h)* 2 = 1, dsl::BuildError);
   h = h * 2;
   EXPECT_EQ(node_of(h).name, "mul");
 }
@@ -145,7 +145,8 @@ TEST(DslProxy, IndexSpecsMixStaticItemsAndProxies) {
   namespace ai = at::indexing;
   EXPECT_TRUE(same_value(p.saves.at(s1.name()), Value(x.index({ai::Slice(), x.argmax(1)}))));
   EXPECT_TRUE(same_value(p.saves.at(s2.name()), Value(x[0])));
-  EXPECT_TRUE(same_value(p.saves.at(s3.name()), Value(x.index({ai::None, ai::Ellipsis, ai::Slice(ai::None, ai::None, 2)}))));
+  EXPECT_TRUE(
+      same_value(p.saves.at(s3.name()), Value(x.index({ai::None, ai::Ellipsis, ai::Slice(ai::None, ai::None, 2)}))));
   EXPECT_TRUE(same_value(p.saves.at(s4.name()), Value(x.index({at::tensor({1, 0}).to(at::kBool)}))));
 }
 
@@ -185,11 +186,11 @@ TEST(DslProxy, BuildErrorsNameTheUsersLine) {
   std::string msg = error_of<dsl::BuildError>([&] { tup.softmax(0); });
   EXPECT_NE(msg.find(std::string(__FILE__) + ":" + std::to_string(line)), std::string::npos) << msg;
   EXPECT_NE(msg.find("must be tensor, but node"), std::string::npos) << msg;
-  EXPECT_THROW(Proxy() + 1, dsl::BuildError);                       // empty proxy
+  EXPECT_THROW(Proxy() + 1, dsl::BuildError);                         // empty proxy
   EXPECT_THROW(nnsight::zeros_like(at::ones({2})), dsl::BuildError);  // no trace, no proxy
-  EXPECT_THROW(h[{Slice(0, 2, 0)}], dsl::BuildError);               // slice step 0
+  EXPECT_THROW(h[{Slice(0, 2, 0)}], dsl::BuildError);                 // slice step 0
   Saved a = h.save("x");
-  EXPECT_THROW(h.save("x"), dsl::BuildError);                       // duplicate name
+  EXPECT_THROW(h.save("x"), dsl::BuildError);  // duplicate name
   Saved e1 = h.save_each(), e2 = h.save_each();
   EXPECT_NE(e1.name(), e2.name());
   EXPECT_EQ(b->graph().nodes.back().save_mode, dsl::SaveMode::Append);
@@ -222,7 +223,8 @@ TEST(DslProxy, ApplyAndContainers) {
   run_graph(b->finish(), p, &fr);
   at::Tensor x = FakeProvider::default_tensor("model.layers.0.output", 0);
   EXPECT_TRUE(same_value(p.saves.at(s1.name()), Value::tuple({x, x * 3})));
-  EXPECT_TRUE(same_value(p.saves.at(s2.name()), Value::list({Value::integer(2), Value::real(2.5), Value::boolean(true)})));
+  EXPECT_TRUE(
+      same_value(p.saves.at(s2.name()), Value::list({Value::integer(2), Value::real(2.5), Value::boolean(true)})));
 }
 
 TEST(DslProxy, RandnLikeAndCompareMethods) {

@@ -87,8 +87,9 @@ TEST(DslValidate, ErrorsCarryNodeOpAndLocation) {
   } catch (const dsl::ValidationError& e) {
     EXPECT_EQ(e.node(), 1u);
     EXPECT_EQ(e.loc(), (SourceLoc{"v.cpp", 12}));
-    EXPECT_STREQ(e.what(),
-                 "node 1 (op 'softmax') at v.cpp:12: argument 0 ('self') of 'softmax' must be tensor, but node 0 is int");
+    EXPECT_STREQ(
+        e.what(),
+        "node 1 (op 'softmax') at v.cpp:12: argument 0 ('self') of 'softmax' must be tensor, but node 0 is int");
   }
 }
 
@@ -130,7 +131,8 @@ TEST(DslValidate, ReferencesPointBackwardsToValues) {
   dsl::NodeId x = b.c(Value(at::ones({1})));
   dsl::NodeId s = b.set("a.output", dsl::StepSpec::fixed(0), x);
   b.op("neg", {s}, 3);
-  EXPECT_NE(invalid(b.g).find("refers to node 1 (set 'a.output' @ 0) at v.cpp:1, which has no value"), std::string::npos);
+  EXPECT_NE(invalid(b.g).find("refers to node 1 (set 'a.output' @ 0) at v.cpp:1, which has no value"),
+            std::string::npos);
   G c;
   c.c(Value(at::ones({1})));
   c.op("neg", {1000000}, 3);
@@ -273,11 +275,13 @@ TEST(DslValidate, LimitsApplyToGraphsBuiltInMemory) {
   auto with = [](dsl::Limits l) { return dsl::ValidateOptions().with_limits(l); };
   G nodes;
   for (int i = 0; i < 11; ++i) nodes.c(Value::integer(i));
-  EXPECT_NE(invalid(nodes.g, with(dsl::Limits().nodes(10))).find("11 nodes exceeds the limit of 10"), std::string::npos);
+  EXPECT_NE(invalid(nodes.g, with(dsl::Limits().nodes(10))).find("11 nodes exceeds the limit of 10"),
+            std::string::npos);
   G bytes;
   bytes.c(Value(at::ones({100})));
   bytes.c(Value(at::ones({100})), 2);
-  EXPECT_NE(invalid(bytes.g, with(dsl::Limits().constant_bytes(700))).find("node 1 (const) at v.cpp:2: constant tensors total"),
+  EXPECT_NE(invalid(bytes.g, with(dsl::Limits().constant_bytes(700)))
+                .find("node 1 (const) at v.cpp:2: constant tensors total"),
             std::string::npos);
   G elems;
   elems.c(Value(at::ones({10, 10})));
@@ -328,9 +332,13 @@ TEST(DslValidate, TraceLevelExternalChecks) {
   auto b3 = std::make_shared<dsl::GraphBuilder>(1, 1);
   b3->external(0, s, SourceLoc{"t.cpp", 5});
   Graph novalue = b3->finish();
-  EXPECT_NE(error_of<dsl::ValidationError>([&] { dsl::validate_trace({&g0, &novalue}); }).find("which has no value"),
+  EXPECT_NE(error_of<dsl::ValidationError>([&] {
+              dsl::validate_trace({&g0, &novalue});
+            }).find("which has no value"),
             std::string::npos);
-  EXPECT_NE(error_of<dsl::ValidationError>([&] { dsl::validate_trace({&ok, &g0}); }).find("says it is invoke"),
+  EXPECT_NE(error_of<dsl::ValidationError>([&] {
+              dsl::validate_trace({&ok, &g0});
+            }).find("says it is invoke"),
             std::string::npos);
 }
 

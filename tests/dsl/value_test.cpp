@@ -43,8 +43,10 @@ TEST(DslValue, IdenticalIsExact) {
   EXPECT_TRUE(dsl::identical(Value(at::arange(6).reshape({2, 3})), Value(at::arange(6).reshape({2, 3}))));
   EXPECT_FALSE(dsl::identical(Value(at::arange(6).reshape({2, 3})), Value(at::arange(6).reshape({3, 2}))));
   EXPECT_FALSE(dsl::identical(Value(at::arange(6)), Value(at::arange(6).to(at::kInt))));
-  EXPECT_TRUE(dsl::identical(Value(at::arange(6).reshape({2, 3}).t()), Value(at::arange(6).reshape({2, 3}).t().contiguous())));
-  EXPECT_FALSE(dsl::identical(Value::tuple({at::ones({1}), at::Tensor()}), Value::tuple({at::ones({1}), at::ones({1})})));
+  EXPECT_TRUE(
+      dsl::identical(Value(at::arange(6).reshape({2, 3}).t()), Value(at::arange(6).reshape({2, 3}).t().contiguous())));
+  EXPECT_FALSE(
+      dsl::identical(Value::tuple({at::ones({1}), at::Tensor()}), Value::tuple({at::ones({1}), at::ones({1})})));
   EXPECT_FALSE(dsl::identical(Value::index({dsl::IndexItem::make_slice(1, {})}),
                               Value::index({dsl::IndexItem::make_slice({}, 1)})));
   EXPECT_TRUE(Value(at::Tensor()).is_none());
@@ -77,9 +79,13 @@ TEST(DslValue, ProviderKeys) {
 }
 
 TEST(DslValue, Base64MatchesRfc4648Vectors) {
-  const std::pair<const char*, const char*> vectors[] = {{"", ""},         {"f", "Zg=="},         {"fo", "Zm8="},
-                                                          {"foo", "Zm9v"}, {"foob", "Zm9vYg=="}, {"fooba", "Zm9vYmE="},
-                                                          {"foobar", "Zm9vYmFy"}};
+  const std::pair<const char*, const char*> vectors[] = {{"", ""},
+                                                         {"f", "Zg=="},
+                                                         {"fo", "Zm8="},
+                                                         {"foo", "Zm9v"},
+                                                         {"foob", "Zm9vYg=="},
+                                                         {"fooba", "Zm9vYmE="},
+                                                         {"foobar", "Zm9vYmFy"}};
   for (auto [plain, enc] : vectors) {
     std::string p = plain;
     EXPECT_EQ(dsl::base64_encode(reinterpret_cast<const uint8_t*>(p.data()), p.size()), enc);

@@ -33,12 +33,13 @@ TEST(CaptureVersusTrace, RecordsEqualTraceSaves) {
   for (int i = 0; i < 6; ++i) {
     std::vector<int32_t> p;
     for (int j = 0; j < 3 + i; ++j) p.push_back(5 + (i * 7 + j * 3) % 80);
-    futures.push_back(lm.submit(p, SamplingParams().temperature(0).max_tokens(steps).ignore_eos(true), [&, i](Tracer& t) {
-      t.all([&](const Step&) {
-        saved[i][0] = lm.envoy("model.layers.0").output()[{-1}].save_each();
-        saved[i][1] = lm.envoy("model.layers.1").output()[{-1}].save_each();
-      });
-    }));
+    futures.push_back(
+        lm.submit(p, SamplingParams().temperature(0).max_tokens(steps).ignore_eos(true), [&, i](Tracer& t) {
+          t.all([&](const Step&) {
+            saved[i][0] = lm.envoy("model.layers.0").output()[{-1}].save_each();
+            saved[i][1] = lm.envoy("model.layers.1").output()[{-1}].save_each();
+          });
+        }));
   }
   for (int i = 0; i < 6; ++i) {
     TraceResult out = futures[i].get();

@@ -33,7 +33,8 @@ TEST(RealModelLogitLens, LastLayerIsTheModelsPrediction) {
 
   // The engine's logits at the last position: lm_head(norm(layer 29)).
   Saved logits;
-  auto out = lm().trace(kEiffel, SamplingParams().temperature(0).max_tokens(1), [&](Tracer&) { logits = lm().logits().save(); });
+  auto out = lm().trace(kEiffel, SamplingParams().temperature(0).max_tokens(1),
+                        [&](Tracer&) { logits = lm().logits().save(); });
   at::Tensor p = at::softmax(out[logits][0].to(at::kDouble), -1);
   EXPECT_EQ(lens.token_id(29, -1), p.argmax().item<int64_t>());
   EXPECT_NEAR(lens.prob(29, -1), p.max().item<double>(), 1e-4);
@@ -87,7 +88,10 @@ TEST(RealModelLogitLens, DisplaysAsAHeatmap) {
   for (size_t p = svg.find("<rect class=\"cell\""); p != std::string::npos; p = svg.find("<rect class=\"cell\"", p + 1))
     ++cells;
   EXPECT_EQ(cells, 90u);
-  EXPECT_NE(svg.find(">" " Paris" "</text>"), std::string::npos);
+  EXPECT_NE(svg.find(">"
+                     " Paris"
+                     "</text>"),
+            std::string::npos);
   EXPECT_NE(b["text/plain"].get<std::string>().find("\" Paris\""), std::string::npos);
 }
 

@@ -19,8 +19,12 @@ namespace nnsight {
 namespace {
 
 EngineArgs args(int tp) {
-  return EngineArgs().model(testing::default_model_path()).show_progress(false).kv_cache_memory_mb(64)
-      .max_num_seqs(8).tensor_parallel_size(tp);
+  return EngineArgs()
+      .model(testing::default_model_path())
+      .show_progress(false)
+      .kv_cache_memory_mb(64)
+      .max_num_seqs(8)
+      .tensor_parallel_size(tp);
 }
 
 LanguageModel& one_rank() {
@@ -32,7 +36,7 @@ testing::TraceBattery battery() {
   testing::TraceBattery b;
   b.prompts = {one_rank().encode("The Eiffel Tower is located in the city of"),
                one_rank().encode("The capital of France is")};
-  b.reads = {"model.layers.5.self_attn.q_proj.input", "model.layers.5.self_attn.q_proj.output",
+  b.reads = {"model.layers.5.self_attn.q_proj.input",  "model.layers.5.self_attn.q_proj.output",
              "model.layers.5.self_attn.k_proj.output", "model.layers.5.self_attn.o_proj.input",
              "model.layers.5.self_attn.o_proj.output", "model.layers.5.mlp.up_proj.output",
              "model.layers.5.mlp.down_proj.input",     "lm_head.output"};
@@ -77,8 +81,9 @@ TEST(RealModelTensorParallel, TwoRanksAreRejectedNamingTheCounts) {
     LanguageModel lm(args(2));
     FAIL() << "9 heads cannot split over 2 ranks";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("number of attention heads (9) is not divisible by the tensor-parallel size (2)"),
-              std::string::npos)
+    EXPECT_NE(
+        std::string(e.what()).find("number of attention heads (9) is not divisible by the tensor-parallel size (2)"),
+        std::string::npos)
         << e.what();
   }
 }
@@ -86,7 +91,8 @@ TEST(RealModelTensorParallel, TwoRanksAreRejectedNamingTheCounts) {
 TEST(RealModelTensorParallel, RanksStartedByHandOverATcpStoreEqualOne) {
   const auto& expected = one_rank_results();
   testing::HandStartedWorkers workers(3);
-  LanguageModel lm(args(3).worker_addresses(workers.addresses())
+  LanguageModel lm(args(3)
+                       .worker_addresses(workers.addresses())
                        .tp_rendezvous("tcp://127.0.0.1:" + std::to_string(testing::free_tcp_port())));
   const double worst = testing::expect_same_results(expected, testing::run_trace_battery(lm, battery()), 1e-4);
   RecordProperty("max_abs_diff", std::to_string(worst));

@@ -29,9 +29,8 @@ TEST(RealModelTracing, EiffelTowerLogitsSayParis) {
 
 TEST(RealModelTracing, IterationMatchesGeneratedTokens) {
   Saved logits, every;
-  auto out = lm().trace(kEiffel, greedy(3), [&](Tracer& t) {
-    t.iter(0, 3, [&](const Step&) { logits = lm().logits().save_each(); });
-  });
+  auto out = lm().trace(kEiffel, greedy(3),
+                        [&](Tracer& t) { t.iter(0, 3, [&](const Step&) { logits = lm().logits().save_each(); }); });
   auto rows = out.list(logits);
   ASSERT_EQ(rows.size(), 3u);
   for (size_t i = 0; i < 3; ++i) EXPECT_EQ(rows[i].argmax().item<int64_t>(), out.output().token_ids[i]);
@@ -114,9 +113,9 @@ TEST(RealModelTracing, ErrorsAndIsolationInABatch) {
   } catch (const TraceError& e) {
     EXPECT_NE(std::string(e.what()).find("out-of-order access"), std::string::npos) << e.what();
   }
-  const std::vector<std::string> prompts = {"The capital of France is", "Once upon a time", "1, 2, 3,",
-                                            "The Eiffel Tower is", "def main():", "Hello, my name is",
-                                            "The sun is", "Water boils at"};
+  const std::vector<std::string> prompts = {
+      "The capital of France is", "Once upon a time", "1, 2, 3,",      "The Eiffel Tower is", "def main():",
+      "Hello, my name is",        "The sun is",       "Water boils at"};
   std::vector<Saved> saved(8);
   std::vector<std::future<TraceResult>> futures;
   for (int i = 0; i < 8; ++i)

@@ -47,7 +47,7 @@ TEST(TensorOperators, NumbersOnEitherSide) {
   at::Tensor a = values({1.f, -2.f, 4.f});
   EXPECT_TRUE((a * 4.0).equal(a.mul(4.0)));
   EXPECT_TRUE((a + 1).equal(a.add(1)));
-  EXPECT_TRUE((3 - a).equal(a.neg().add(3)));          // 2, 5, -1
+  EXPECT_TRUE((3 - a).equal(a.neg().add(3)));  // 2, 5, -1
   EXPECT_TRUE((2.0 / a).equal(values({2.f, -1.f, 0.5f})));
   EXPECT_TRUE((0 < a).equal(a.gt(0)));
   EXPECT_TRUE((a > 0.5f).equal(a.gt(0.5)));

@@ -27,8 +27,8 @@ std::vector<int32_t> prompt(int seed, int n, int vocab) {
 }
 
 EngineArgs args_for(const std::string& dir, int tp) {
-  return EngineArgs().model(dir).kv_cache_memory_mb(8).show_progress(false).worker_timeout_s(60)
-      .tensor_parallel_size(tp);
+  return EngineArgs().model(dir).kv_cache_memory_mb(8).show_progress(false).worker_timeout_s(60).tensor_parallel_size(
+      tp);
 }
 
 struct Arch {
@@ -39,12 +39,18 @@ struct Arch {
 Arch llama() {
   Arch a{testing::tiny_tp_llama_config(), {}};  // 4 heads, 2 KV heads, MLP 48
   a.battery.prompts = {prompt(1, 7, 96), prompt(2, 5, 96)};
-  a.battery.reads = {"model.layers.1.self_attn.q_proj.input",  "model.layers.1.self_attn.q_proj.output",
-                     "model.layers.1.self_attn.k_proj.output", "model.layers.1.self_attn.v_proj.output",
-                     "model.layers.1.self_attn.o_proj.input",  "model.layers.1.self_attn.o_proj.output",
-                     "model.layers.1.mlp.up_proj.output",      "model.layers.1.mlp.act_fn.output",
-                     "model.layers.1.mlp.down_proj.input",     "model.layers.1.mlp.down_proj.output",
-                     "model.layers.1.output",                  "lm_head.output"};
+  a.battery.reads = {"model.layers.1.self_attn.q_proj.input",
+                     "model.layers.1.self_attn.q_proj.output",
+                     "model.layers.1.self_attn.k_proj.output",
+                     "model.layers.1.self_attn.v_proj.output",
+                     "model.layers.1.self_attn.o_proj.input",
+                     "model.layers.1.self_attn.o_proj.output",
+                     "model.layers.1.mlp.up_proj.output",
+                     "model.layers.1.mlp.act_fn.output",
+                     "model.layers.1.mlp.down_proj.input",
+                     "model.layers.1.mlp.down_proj.output",
+                     "model.layers.1.output",
+                     "lm_head.output"};
   a.battery.scaled_output = "model.layers.0.self_attn.q_proj";
   a.battery.halved_input = "model.layers.0.self_attn.o_proj";
   a.battery.up = "model.layers.0.mlp.up_proj";
@@ -57,8 +63,8 @@ Arch gpt2() {
   a.battery.prompts = {prompt(3, 6, 88), prompt(4, 9, 88)};
   a.battery.reads = {"transformer.h.1.attn.c_attn.output", "transformer.h.1.attn.c_proj.input",
                      "transformer.h.1.attn.c_proj.output", "transformer.h.1.mlp.c_fc.output",
-                     "transformer.h.1.mlp.act.input", "transformer.h.1.mlp.c_proj.input",
-                     "transformer.h.1.mlp.output", "lm_head.output"};
+                     "transformer.h.1.mlp.act.input",      "transformer.h.1.mlp.c_proj.input",
+                     "transformer.h.1.mlp.output",         "lm_head.output"};
   a.battery.scaled_output = "transformer.h.0.attn.c_attn";
   a.battery.halved_input = "transformer.h.0.attn.c_proj";
   a.battery.up = "transformer.h.0.mlp.c_fc";
@@ -77,9 +83,8 @@ struct Reference {
 std::vector<std::vector<int32_t>> greedy_outputs(LanguageModel& lm, const Arch& a) {
   std::vector<std::vector<int32_t>> out;
   for (const auto& p : a.battery.prompts)
-    out.push_back(lm.trace(p, SamplingParams().temperature(0).max_tokens(8).ignore_eos(true), [](Tracer&) {})
-                      .output()
-                      .token_ids);
+    out.push_back(
+        lm.trace(p, SamplingParams().temperature(0).max_tokens(8).ignore_eos(true), [](Tracer&) {}).output().token_ids);
   return out;
 }
 

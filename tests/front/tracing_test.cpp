@@ -84,15 +84,13 @@ TEST_F(Tracing, AblationInOneInvokeLeavesTheOtherUntouched) {
 TEST_F(Tracing, IterationCountsGenerationSteps) {
   auto p = prompt(3, 5);
   Saved logits, all_logits;
-  auto out = lm_->trace(p, greedy(5), [&](Tracer& t) {
-    t.iter(0, 3, [&](const Step&) { logits = lm_->logits().save_each(); });
-  });
+  auto out = lm_->trace(p, greedy(5),
+                        [&](Tracer& t) { t.iter(0, 3, [&](const Step&) { logits = lm_->logits().save_each(); }); });
   auto rows = out.list(logits);
   ASSERT_EQ(rows.size(), 3u);
   for (int i = 0; i < 3; ++i) EXPECT_EQ(rows[i].argmax().item<int64_t>(), out.output().token_ids[i]);
-  auto out2 = lm_->trace(p, greedy(6), [&](Tracer& t) {
-    t.all([&](const Step&) { all_logits = lm_->logits().save_each(); });
-  });
+  auto out2 =
+      lm_->trace(p, greedy(6), [&](Tracer& t) { t.all([&](const Step&) { all_logits = lm_->logits().save_each(); }); });
   EXPECT_EQ(out2.list(all_logits).size(), 6u);
 }
 
@@ -225,9 +223,8 @@ TEST_F(Tracing, RuntimeErrorEndsOnlyItsTrace) {
 
 TEST_F(Tracing, MissedProviderIsReported) {
   try {
-    lm_->trace(prompt(2, 3), greedy(2), [&](Tracer& t) {
-      t.iter(0, 4, [&](const Step&) { lm_->logits().save_each(); });
-    });
+    lm_->trace(prompt(2, 3), greedy(2),
+               [&](Tracer& t) { t.iter(0, 4, [&](const Step&) { lm_->logits().save_each(); }); });
     FAIL();
   } catch (const TraceError& e) {
     EXPECT_NE(std::string(e.what()).find("the request finished before step 2"), std::string::npos) << e.what();

@@ -44,7 +44,8 @@ class Stepper {
         blocks_[i].push_back(free_.back());
         free_.pop_back();
       }
-      slots.push_back(testing::seq_slot(cached_[i], std::vector<int32_t>(tokens[i].begin(), tokens[i].end()), blocks_[i]));
+      slots.push_back(
+          testing::seq_slot(cached_[i], std::vector<int32_t>(tokens[i].begin(), tokens[i].end()), blocks_[i]));
       ids.insert(ids.end(), tokens[i].begin(), tokens[i].end());
       cached_[i] += n;
       scheduled.push_back(i);
@@ -138,7 +139,9 @@ ModelConfig wider_llama(bool tied) {
 TEST(BatchInvariantLogits, LlamaFloat32) { check_alone_equals_batched(wider_llama(false), at::kFloat, 11); }
 TEST(BatchInvariantLogits, LlamaTiedFloat32) { check_alone_equals_batched(wider_llama(true), at::kFloat, 12); }
 TEST(BatchInvariantLogits, LlamaBFloat16) { check_alone_equals_batched(wider_llama(false), at::kBFloat16, 13); }
-TEST(BatchInvariantLogits, TinyLlamaFloat32) { check_alone_equals_batched(testing::tiny_llama_config(false), at::kFloat, 14); }
+TEST(BatchInvariantLogits, TinyLlamaFloat32) {
+  check_alone_equals_batched(testing::tiny_llama_config(false), at::kFloat, 14);
+}
 TEST(BatchInvariantLogits, Gpt2Float32) { check_alone_equals_batched(testing::tiny_gpt2_config(), at::kFloat, 15); }
 
 }  // namespace

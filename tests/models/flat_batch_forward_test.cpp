@@ -21,8 +21,8 @@ namespace {
 using testing::dense_reference;
 
 struct Seq {
-  std::vector<int64_t> tokens;    // all tokens known so far
-  int64_t cached = 0;             // tokens already in the KV cache
+  std::vector<int64_t> tokens;  // all tokens known so far
+  int64_t cached = 0;           // tokens already in the KV cache
   std::vector<int32_t> blocks;
 };
 
@@ -30,8 +30,8 @@ class FlatBatchHarness {
  public:
   FlatBatchHarness(CausalLM& model, int64_t block_size, int64_t num_blocks, uint64_t seed)
       : model_(model), block_size_(block_size), rng_(seed) {
-    kv_ = allocate_kv_caches(model.num_layers(), num_blocks, block_size, model.local_kv_heads(),
-                             model.head_dim(), model.options());
+    kv_ = allocate_kv_caches(model.num_layers(), num_blocks, block_size, model.local_kv_heads(), model.head_dim(),
+                             model.options());
     free_.resize(static_cast<size_t>(num_blocks));
     std::iota(free_.begin(), free_.end(), 0);
     std::shuffle(free_.begin(), free_.end(), rng_);  // non-contiguous block tables
@@ -142,8 +142,8 @@ TEST(FlatBatchForward, ModulePathsFollowHuggingFace) {
   auto gpt2 = create_causal_lm(testing::tiny_gpt2_config(), tp::ParallelContext{}, at::kFloat);
   paths.clear();
   for (auto& [p, m] : gpt2->named_hookable_modules()) paths.push_back(p);
-  for (const char* want : {"transformer.wte", "transformer.wpe", "transformer.h.1.attn.c_attn", "transformer.h.0.mlp.act",
-                           "transformer.ln_f", "lm_head"}) {
+  for (const char* want : {"transformer.wte", "transformer.wpe", "transformer.h.1.attn.c_attn",
+                           "transformer.h.0.mlp.act", "transformer.ln_f", "lm_head"}) {
     EXPECT_NE(std::find(paths.begin(), paths.end(), want), paths.end()) << want;
   }
 }
@@ -186,8 +186,8 @@ TEST(PagedAttention, SlidingWindowAndSoftcapEqualGenericPath) {
   at::Tensor q = at::randn({meta.num_tokens, heads, d}) * 3;
   kernels::write_kv(cache, at::randn({meta.num_tokens, kvh, d}), at::randn({meta.num_tokens, kvh, d}), meta);
   const at::Tensor plain = kernels::paged_attention(q, cache, meta, 0.3);
-  for (kernels::AttentionOptions o : {kernels::AttentionOptions{3, 0.0}, kernels::AttentionOptions{0, 1.5},
-                                      kernels::AttentionOptions{2, 2.0}}) {
+  for (kernels::AttentionOptions o :
+       {kernels::AttentionOptions{3, 0.0}, kernels::AttentionOptions{0, 1.5}, kernels::AttentionOptions{2, 2.0}}) {
     at::Tensor a = kernels::paged_attention(q, cache, meta, 0.3, o);
     at::Tensor b = kernels::paged_attention_generic(q, cache, meta, 0.3, o);
     EXPECT_LE((a - b).abs().max().item<double>(), 1e-5) << o.sliding_window << " " << o.logit_softcap;
@@ -198,7 +198,7 @@ TEST(PagedAttention, SlidingWindowAndSoftcapEqualGenericPath) {
   EXPECT_TRUE(at::equal(kernels::paged_attention(q, cache, meta, 0.3, wide), plain));
   // Window 1: each query sees only its own key, so the output is that token's value.
   kernels::AttentionOptions one{1, 0.0};
-  at::Tensor self = kernels::paged_attention(q, cache, meta, 0.3, one);  // [T, heads, d]
+  at::Tensor self = kernels::paged_attention(q, cache, meta, 0.3, one);              // [T, heads, d]
   at::Tensor v = cache.value.view({-1, kvh, d}).index_select(0, meta.slot_mapping);  // [T, kvh, d]
   EXPECT_TRUE(at::allclose(self, v.repeat_interleave(heads / kvh, 1), 1e-6, 1e-6));
 }

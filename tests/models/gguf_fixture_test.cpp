@@ -75,8 +75,8 @@ TEST_P(GgufFixture, LogitsAndLayersMatchTransformers) {
     at::Tensor ids = ref.load("ids." + ss);
     const int64_t n = ids.numel();
     auto meta = batching::flatten_slots({testing::seq_slot(0, n, {2, 0, 5, 1, 4, 3})}, 4).meta;
-    auto kv = allocate_kv_caches(model->num_layers(), 6, 4, model->local_kv_heads(), model->head_dim(),
-                                 model->options());
+    auto kv =
+        allocate_kv_caches(model->num_layers(), 6, 4, model->local_kv_heads(), model->head_dim(), model->options());
     at::Tensor hidden = model->forward(ids, meta, kv);
     at::Tensor logits = model->compute_logits(hidden, at::arange(n, at::kLong));
     const double d = rel_diff(logits, ref.load("logits." + ss));

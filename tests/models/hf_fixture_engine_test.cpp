@@ -21,7 +21,8 @@ namespace {
 // same script), else the committed tests/data/models/<arch>.
 std::string fixture_dir(const std::string& arch) {
   const char* root = std::getenv("NNSIGHT_MODEL_FIXTURES");
-  return (root != nullptr && *root != '\0' ? std::string(root) : std::string(NNSIGHT_SOURCE_DIR) + "/tests/data/models") +
+  return (root != nullptr && *root != '\0' ? std::string(root)
+                                           : std::string(NNSIGHT_SOURCE_DIR) + "/tests/data/models") +
          "/" + arch;
 }
 

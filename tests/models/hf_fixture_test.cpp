@@ -39,7 +39,8 @@ namespace {
 // same script), else the committed tests/data/models/<arch>.
 std::string fixture_dir(const std::string& arch) {
   const char* root = std::getenv("NNSIGHT_MODEL_FIXTURES");
-  return (root != nullptr && *root != '\0' ? std::string(root) : std::string(NNSIGHT_SOURCE_DIR) + "/tests/data/models") +
+  return (root != nullptr && *root != '\0' ? std::string(root)
+                                           : std::string(NNSIGHT_SOURCE_DIR) + "/tests/data/models") +
          "/" + arch;
 }
 
@@ -83,8 +84,8 @@ class PagedRun {
     std::vector<int32_t> blocks;
   };
   struct Step {
-    at::Tensor hidden;  // [T, hidden] after the final norm
-    at::Tensor logits;  // [T, vocab]: every row
+    at::Tensor hidden;               // [T, hidden] after the final norm
+    at::Tensor logits;               // [T, vocab]: every row
     std::vector<at::Tensor> layers;  // per decoder layer: [T, hidden]
     std::vector<int64_t> row_start;  // per sequence (-1 when not scheduled)
   };
@@ -206,8 +207,10 @@ TEST_P(HfFixture, MixedPagedBatchMatchesTransformers) {
           EXPECT_LE(d, 1e-4) << arch << " layer " << l << " seq " << s << " step " << st;
           worst = std::max(worst, d);
         }
-        const double dn = rel_diff(out.layers.back().narrow(0, row, n_prompt), ref.get("norm." + ss).narrow(0, first, n_prompt));
-        const double dl = rel_diff(out.logits.narrow(0, row, n_prompt), ref.get("logits." + ss).narrow(0, first, n_prompt));
+        const double dn =
+            rel_diff(out.layers.back().narrow(0, row, n_prompt), ref.get("norm." + ss).narrow(0, first, n_prompt));
+        const double dl =
+            rel_diff(out.logits.narrow(0, row, n_prompt), ref.get("logits." + ss).narrow(0, first, n_prompt));
         EXPECT_LE(dn, 1e-4) << arch << " final norm seq " << s << " step " << st;
         EXPECT_LE(dl, 1e-4) << arch << " logits seq " << s << " step " << st;
         worst = std::max({worst, dn, dl});
@@ -307,8 +310,9 @@ TEST(HfConfig, UnimplementedFieldIsAnErrorNamingIt) {
     parse_hf_config(base + R"(, "sliding_window": 8})", "c.json");
     FAIL() << "a llama config with a sliding window must not load";
   } catch (const LoadError& e) {
-    EXPECT_NE(std::string(e.what()).find("c.json: field 'sliding_window' = 8 is not implemented for model_type 'llama'"),
-              std::string::npos)
+    EXPECT_NE(
+        std::string(e.what()).find("c.json: field 'sliding_window' = 8 is not implemented for model_type 'llama'"),
+        std::string::npos)
         << e.what();
   }
   // A null field is the default, not a feature.
@@ -333,15 +337,18 @@ TEST(HfConfig, PublishedStyleConfigsLoad) {
       "pad_token_id": 32000, "resid_pdrop": 0.0, "rms_norm_eps": 1e-05, "rope_scaling": null, "rope_theta": 10000.0,
       "sliding_window": 2047, "tie_word_embeddings": false, "torch_dtype": "bfloat16",
       "transformers_version": "4.40.2", "use_cache": true, "attention_bias": false, "vocab_size": 32064,
-      "_attn_implementation_autoset": true})", "phi3.json");
+      "_attn_implementation_autoset": true})",
+                                           "phi3.json");
   EXPECT_EQ(phi3.sliding_window, 2047);
   EXPECT_TRUE(phi3.layer_slides(31));
   const ModelConfig qwen = parse_hf_config(R"({"model_type": "qwen2", "vocab_size": 64, "hidden_size": 16,
       "intermediate_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2, "use_mrope": false,
-      "use_sliding_window": false, "sliding_window": 32768, "max_window_layers": 21})", "q.json");
+      "use_sliding_window": false, "sliding_window": 32768, "max_window_layers": 21})",
+                                           "q.json");
   EXPECT_EQ(qwen.sliding_window, 0);  // use_sliding_window false: no window
   EXPECT_THROW(parse_hf_config(R"({"model_type": "qwen2", "vocab_size": 64, "hidden_size": 16,
-      "intermediate_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2, "use_mrope": true})", "q.json"),
+      "intermediate_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2, "use_mrope": true})",
+                               "q.json"),
                LoadError);
   EXPECT_THROW(parse_hf_config(R"({"model_type": "gemma3_text", "vocab_size": 64, "hidden_size": 16,
       "intermediate_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2, "attn_logit_softcapping": 50})",
@@ -364,7 +371,8 @@ TEST(HfConfig, UnsupportedModelTypeListsTheSupportedOnes) {
 TEST(HfConfig, MistralWindowAndGemmaLayerPatternsAreRead) {
   const ModelConfig mistral = parse_hf_config(
       R"({"model_type": "mistral", "vocab_size": 32, "hidden_size": 16, "intermediate_size": 32,
-          "num_hidden_layers": 2, "num_attention_heads": 2, "sliding_window": 8})", "m.json");
+          "num_hidden_layers": 2, "num_attention_heads": 2, "sliding_window": 8})",
+      "m.json");
   EXPECT_EQ(mistral.sliding_window, 8);
   EXPECT_TRUE(mistral.layer_slides(0) && mistral.layer_slides(1));
   const ModelConfig g2 = read_hf_config(fixture_dir("gemma2") + "/config.json");

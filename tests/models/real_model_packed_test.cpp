@@ -53,7 +53,8 @@ class Stepper {
         blocks_[i].push_back(free_.back());
         free_.pop_back();
       }
-      slots.push_back(testing::seq_slot(cached_[i], std::vector<int32_t>(tokens[i].begin(), tokens[i].end()), blocks_[i]));
+      slots.push_back(
+          testing::seq_slot(cached_[i], std::vector<int32_t>(tokens[i].begin(), tokens[i].end()), blocks_[i]));
       ids.insert(ids.end(), tokens[i].begin(), tokens[i].end());
       cached_[i] += n;
       scheduled.push_back(i);
@@ -91,8 +92,8 @@ std::shared_ptr<CausalLM> load(bool packed) {
 // A mixed schedule: sequence 1 (20-token prompt) prefills in chunks of 9 and
 // 11 while sequence 0 (7 tokens) prefills and decodes; sequence 2 joins later.
 struct Plan {
-  std::vector<std::vector<int64_t>> watched;                 // sequence 0's tokens per step
-  std::vector<std::vector<std::vector<int64_t>>> steps;      // per step, per sequence
+  std::vector<std::vector<int64_t>> watched;             // sequence 0's tokens per step
+  std::vector<std::vector<std::vector<int64_t>>> steps;  // per step, per sequence
 };
 
 Plan make_plan(int64_t vocab) {
@@ -123,9 +124,9 @@ TEST(RealModelPacked, EveryWeightMatrixStaysPackedAndParametersHoldNoFloats) {
   EXPECT_EQ(llama.model->embed_tokens->packed_weight()->type, kernels::PackedType::Q8_0);
   EXPECT_EQ(llama.lm_head->packed_weight(), llama.model->embed_tokens->packed_weight());  // tied
   for (const auto& layer : llama.model->layer_ptrs) {
-    for (const tp::ColumnParallelLinear* l : {layer->self_attn->q_proj.get(), layer->self_attn->k_proj.get(),
-                                              layer->self_attn->v_proj.get(), layer->mlp->gate_proj.get(),
-                                              layer->mlp->up_proj.get()}) {
+    for (const tp::ColumnParallelLinear* l :
+         {layer->self_attn->q_proj.get(), layer->self_attn->k_proj.get(), layer->self_attn->v_proj.get(),
+          layer->mlp->gate_proj.get(), layer->mlp->up_proj.get()}) {
       ASSERT_NE(l->packed_weight(), nullptr) << l->path();
       EXPECT_EQ(l->packed_weight()->type, kernels::PackedType::Q4_1);
       EXPECT_TRUE(is_nan_placeholder(l->weight)) << l->path();

@@ -40,7 +40,8 @@ TEST(RealModelReference, LogitsAndResidualStreamMatchNumpyReference) {
     const int64_t n = static_cast<int64_t>(ids.size());
     std::vector<int32_t> blocks = {0, 1};
     auto meta = batching::flatten_slots({testing::seq_slot(0, n, blocks)}, 16).meta;
-    auto kv = allocate_kv_caches(model->num_layers(), 2, 16, model->local_kv_heads(), model->head_dim(), model->options());
+    auto kv =
+        allocate_kv_caches(model->num_layers(), 2, 16, model->local_kv_heads(), model->head_dim(), model->options());
     at::Tensor hidden = model->forward(at::tensor(ids, at::kLong), meta, kv);
     at::Tensor logits = model->compute_logits(hidden, meta.logits_rows)[0];  // [vocab]
 

@@ -17,8 +17,7 @@ namespace nnsight::testing {
 ::testing::AssertionResult same_value(const dsl::Value& got, const dsl::Value& want);
 
 // Validates and runs g against p; returns the status.
-dsl::EvalStatus run_graph(const dsl::Graph& g, FakeProvider& p,
-                          const dsl::FunctionRegistry* functions = nullptr);
+dsl::EvalStatus run_graph(const dsl::Graph& g, FakeProvider& p, const dsl::FunctionRegistry* functions = nullptr);
 
 // The message of the exception f throws (fails the test if none or another type).
 template <typename E, typename F>

@@ -44,8 +44,7 @@ GgufWriter& GgufWriter::alignment(uint32_t a) {
   return kv_u32("general.alignment", a);
 }
 
-GgufWriter& GgufWriter::kv_raw(const std::string& key, uint32_t type,
-                               const std::vector<uint8_t>& value) {
+GgufWriter& GgufWriter::kv_raw(const std::string& key, uint32_t type, const std::vector<uint8_t>& value) {
   kv_.str(key).u32(type).raw(value);
   ++kv_count_;
   return *this;
@@ -53,15 +52,31 @@ GgufWriter& GgufWriter::kv_raw(const std::string& key, uint32_t type,
 
 GgufWriter& GgufWriter::kv_u8(const std::string& k, uint8_t v) { return kv_raw(k, gguf_kv::U8, Bytes().u8(v).data()); }
 GgufWriter& GgufWriter::kv_i8(const std::string& k, int8_t v) { return kv_raw(k, gguf_kv::I8, Bytes().i8(v).data()); }
-GgufWriter& GgufWriter::kv_u16(const std::string& k, uint16_t v) { return kv_raw(k, gguf_kv::U16, Bytes().u16(v).data()); }
-GgufWriter& GgufWriter::kv_i16(const std::string& k, int16_t v) { return kv_raw(k, gguf_kv::I16, Bytes().i16(v).data()); }
-GgufWriter& GgufWriter::kv_u32(const std::string& k, uint32_t v) { return kv_raw(k, gguf_kv::U32, Bytes().u32(v).data()); }
-GgufWriter& GgufWriter::kv_i32(const std::string& k, int32_t v) { return kv_raw(k, gguf_kv::I32, Bytes().i32(v).data()); }
-GgufWriter& GgufWriter::kv_u64(const std::string& k, uint64_t v) { return kv_raw(k, gguf_kv::U64, Bytes().u64(v).data()); }
-GgufWriter& GgufWriter::kv_i64(const std::string& k, int64_t v) { return kv_raw(k, gguf_kv::I64, Bytes().i64(v).data()); }
+GgufWriter& GgufWriter::kv_u16(const std::string& k, uint16_t v) {
+  return kv_raw(k, gguf_kv::U16, Bytes().u16(v).data());
+}
+GgufWriter& GgufWriter::kv_i16(const std::string& k, int16_t v) {
+  return kv_raw(k, gguf_kv::I16, Bytes().i16(v).data());
+}
+GgufWriter& GgufWriter::kv_u32(const std::string& k, uint32_t v) {
+  return kv_raw(k, gguf_kv::U32, Bytes().u32(v).data());
+}
+GgufWriter& GgufWriter::kv_i32(const std::string& k, int32_t v) {
+  return kv_raw(k, gguf_kv::I32, Bytes().i32(v).data());
+}
+GgufWriter& GgufWriter::kv_u64(const std::string& k, uint64_t v) {
+  return kv_raw(k, gguf_kv::U64, Bytes().u64(v).data());
+}
+GgufWriter& GgufWriter::kv_i64(const std::string& k, int64_t v) {
+  return kv_raw(k, gguf_kv::I64, Bytes().i64(v).data());
+}
 GgufWriter& GgufWriter::kv_f32(const std::string& k, float v) { return kv_raw(k, gguf_kv::F32, Bytes().f32(v).data()); }
-GgufWriter& GgufWriter::kv_f64(const std::string& k, double v) { return kv_raw(k, gguf_kv::F64, Bytes().f64(v).data()); }
-GgufWriter& GgufWriter::kv_bool(const std::string& k, bool v) { return kv_raw(k, gguf_kv::BOOL, Bytes().u8(v ? 1 : 0).data()); }
+GgufWriter& GgufWriter::kv_f64(const std::string& k, double v) {
+  return kv_raw(k, gguf_kv::F64, Bytes().f64(v).data());
+}
+GgufWriter& GgufWriter::kv_bool(const std::string& k, bool v) {
+  return kv_raw(k, gguf_kv::BOOL, Bytes().u8(v ? 1 : 0).data());
+}
 GgufWriter& GgufWriter::kv_string(const std::string& k, const std::string& v) {
   return kv_raw(k, gguf_kv::STRING, Bytes().str(v).data());
 }
@@ -87,8 +102,8 @@ GgufWriter& GgufWriter::kv_f32s(const std::string& k, const std::vector<float>& 
   return kv_raw(k, gguf_kv::ARRAY, b.data());
 }
 
-GgufWriter& GgufWriter::tensor_raw(const std::string& name, const std::vector<int64_t>& dims,
-                                   uint32_t type, const std::vector<uint8_t>& data) {
+GgufWriter& GgufWriter::tensor_raw(const std::string& name, const std::vector<int64_t>& dims, uint32_t type,
+                                   const std::vector<uint8_t>& data) {
   tensors_.push_back({name, dims, type, data});
   return *this;
 }
@@ -117,10 +132,14 @@ GgufWriter& GgufWriter::tensor(const std::string& name, const at::Tensor& t, uin
   std::vector<float> values(c.data_ptr<float>(), c.data_ptr<float>() + c.numel());
   std::vector<int64_t> dims(c.sizes().rbegin(), c.sizes().rend());
   switch (type) {
-    case ggml::F32: return tensor_f32(name, dims, values);
-    case ggml::F16: return tensor_f16(name, dims, values);
-    case ggml::Q8_0: return tensor_q8_0(name, dims, values);
-    default: throw std::invalid_argument("GgufWriter::tensor: use tensor_raw for this type");
+    case ggml::F32:
+      return tensor_f32(name, dims, values);
+    case ggml::F16:
+      return tensor_f16(name, dims, values);
+    case ggml::Q8_0:
+      return tensor_q8_0(name, dims, values);
+    default:
+      throw std::invalid_argument("GgufWriter::tensor: use tensor_raw for this type");
   }
 }
 

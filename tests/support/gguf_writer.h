@@ -16,8 +16,8 @@ namespace testing {
 
 // GGUF metadata value type ids.
 namespace gguf_kv {
-constexpr uint32_t U8 = 0, I8 = 1, U16 = 2, I16 = 3, U32 = 4, I32 = 5, F32 = 6, BOOL = 7,
-                   STRING = 8, ARRAY = 9, U64 = 10, I64 = 11, F64 = 12;
+constexpr uint32_t U8 = 0, I8 = 1, U16 = 2, I16 = 3, U32 = 4, I32 = 5, F32 = 6, BOOL = 7, STRING = 8, ARRAY = 9,
+                   U64 = 10, I64 = 11, F64 = 12;
 }
 // ggml tensor type ids.
 namespace ggml {
@@ -39,7 +39,10 @@ class Bytes {
   // u64 length, then the bytes.
   Bytes& str(const std::string& s) { return u64(s.size()).put(s.data(), s.size()); }
   Bytes& raw(const std::vector<uint8_t>& v) { return put(v.data(), v.size()); }
-  Bytes& zeros(size_t n) { data_.resize(data_.size() + n, 0); return *this; }
+  Bytes& zeros(size_t n) {
+    data_.resize(data_.size() + n, 0);
+    return *this;
+  }
   Bytes& pad_to(size_t alignment) { return zeros((alignment - data_.size() % alignment) % alignment); }
   Bytes& put(const void* p, size_t n);
 
@@ -87,12 +90,9 @@ class GgufWriter {
   // dims in GGUF order (dims[0] innermost); `data` is the encoded blocks.
   GgufWriter& tensor_raw(const std::string& name, const std::vector<int64_t>& dims, uint32_t type,
                          const std::vector<uint8_t>& data);
-  GgufWriter& tensor_f32(const std::string& name, const std::vector<int64_t>& dims,
-                         const std::vector<float>& values);
-  GgufWriter& tensor_f16(const std::string& name, const std::vector<int64_t>& dims,
-                         const std::vector<float>& values);
-  GgufWriter& tensor_q8_0(const std::string& name, const std::vector<int64_t>& dims,
-                          const std::vector<float>& values);
+  GgufWriter& tensor_f32(const std::string& name, const std::vector<int64_t>& dims, const std::vector<float>& values);
+  GgufWriter& tensor_f16(const std::string& name, const std::vector<int64_t>& dims, const std::vector<float>& values);
+  GgufWriter& tensor_q8_0(const std::string& name, const std::vector<int64_t>& dims, const std::vector<float>& values);
   // A float tensor in PyTorch order, encoded as F32, F16 or Q8_0.
   GgufWriter& tensor(const std::string& name, const at::Tensor& t, uint32_t type = ggml::F32);
 

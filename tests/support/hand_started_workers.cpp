@@ -37,8 +37,8 @@ void HandStartedWorkers::start(int n, int threads) {
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_adddup2(&fa, out[1], 1);
     posix_spawn_file_actions_addclose(&fa, out[0]);
-    std::vector<char*> argv = {const_cast<char*>(program.c_str()), const_cast<char*>("--listen"),
-                               const_cast<char*>("127.0.0.1:0"), const_cast<char*>("--threads"),
+    std::vector<char*> argv = {const_cast<char*>(program.c_str()),   const_cast<char*>("--listen"),
+                               const_cast<char*>("127.0.0.1:0"),     const_cast<char*>("--threads"),
                                const_cast<char*>(threads_s.c_str()), nullptr};
     pid_t pid = -1;
     const int rc = ::posix_spawn(&pid, program.c_str(), &fa, nullptr, argv.data(), environ);

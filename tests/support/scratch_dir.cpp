@@ -13,9 +13,7 @@ namespace nnsight {
 namespace testing {
 namespace {
 
-int remove_entry(const char* path, const struct stat*, int, struct FTW*) {
-  return ::remove(path);
-}
+int remove_entry(const char* path, const struct stat*, int, struct FTW*) { return ::remove(path); }
 
 }  // namespace
 

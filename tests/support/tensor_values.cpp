@@ -4,8 +4,6 @@
 
 namespace nnsight::testing {
 
-at::Tensor float_tensor(const std::vector<float>& values) {
-  return at::tensor(values, at::kFloat);
-}
+at::Tensor float_tensor(const std::vector<float>& values) { return at::tensor(values, at::kFloat); }
 
 }  // namespace nnsight::testing

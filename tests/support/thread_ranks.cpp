@@ -27,11 +27,9 @@ void run_ranks(int world, const std::function<void(tp::ParallelContext&)>& body,
     threads.emplace_back([&, r] {
       try {
         c10::InferenceMode guard;
-        tp::ParallelContext ctx{tp::make_process_group(tp::ProcessGroupOptions()
-                                                           .with_rank(r)
-                                                           .with_world_size(world)
-                                                           .with_rendezvous(where)
-                                                           .with_timeout(std::chrono::seconds(60)))};
+        tp::ParallelContext ctx{tp::make_process_group(
+            tp::ProcessGroupOptions().with_rank(r).with_world_size(world).with_rendezvous(where).with_timeout(
+                std::chrono::seconds(60)))};
         body(ctx);
       } catch (...) {
         std::lock_guard<std::mutex> lock(mu);

@@ -11,8 +11,7 @@
 namespace nnsight::testing {
 
 // body(ctx) on every rank, concurrently; returns when all ranks are done.
-void run_ranks(int world, const std::function<void(tp::ParallelContext&)>& body,
-               const std::string& rendezvous = "");
+void run_ranks(int world, const std::function<void(tp::ParallelContext&)>& body, const std::string& rendezvous = "");
 
 // A free TCP port on 127.0.0.1 (bound and released; for TCP rendezvous).
 int free_tcp_port();

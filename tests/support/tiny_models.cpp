@@ -183,9 +183,10 @@ DenseOutput dense_reference(const ModelConfig& cfg, const std::map<std::string, 
       const std::string pre = "transformer.h." + std::to_string(l) + ".";
       at::Tensor qkv = linear(ln(x, pre + "ln_1"), params, pre + "attn.c_attn", true);
       auto parts = qkv.chunk(3, -1);
-      at::Tensor a = causal_attention(parts[0].reshape({len, cfg.num_heads, d}), parts[1].reshape({len, cfg.num_heads, d}),
-                                      parts[2].reshape({len, cfg.num_heads, d}))
-                         .reshape({len, -1});
+      at::Tensor a =
+          causal_attention(parts[0].reshape({len, cfg.num_heads, d}), parts[1].reshape({len, cfg.num_heads, d}),
+                           parts[2].reshape({len, cfg.num_heads, d}))
+              .reshape({len, -1});
       x = x + linear(a, params, pre + "attn.c_proj", true);
       at::Tensor f = linear(ln(x, pre + "ln_2"), params, pre + "mlp.c_fc", true);
       const double k0 = std::sqrt(2.0 / M_PI);

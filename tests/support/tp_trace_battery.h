@@ -18,8 +18,9 @@ struct TraceBattery {
   // Values read (and saved) in one step, in execution order: "path.input" or "path.output".
   std::vector<std::string> reads;
   std::string scaled_output;  // a module whose output is scaled by 1.5 (runs before halved_input's module)
-  std::string halved_input;   // a module whose input's first 8 columns are zeroed and output scaled by 0.9 (runs before `up`)
-  std::string up;             // a column-parallel module: output columns [zero_from, end) are zeroed
+  std::string
+      halved_input;  // a module whose input's first 8 columns are zeroed and output scaled by 0.9 (runs before `up`)
+  std::string up;    // a column-parallel module: output columns [zero_from, end) are zeroed
   int64_t zero_from = 0;
   int64_t replacement_token = 7;  // the token the samples are replaced with at step 1
 };
@@ -31,6 +32,6 @@ std::map<std::string, at::Tensor> run_trace_battery(LanguageModel& lm, const Tra
 // Same keys, tokens equal, every other tensor of the same shape and within
 // `tolerance` (max abs difference). Returns the largest difference seen.
 double expect_same_results(const std::map<std::string, at::Tensor>& expected,
-                         const std::map<std::string, at::Tensor>& got, double tolerance);
+                           const std::map<std::string, at::Tensor>& got, double tolerance);
 
 }  // namespace nnsight::testing

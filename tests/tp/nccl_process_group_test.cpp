@@ -33,7 +33,8 @@ std::string why_no_gpu() {
 }
 
 TEST(NcclProcessGroup, WithoutAGpuAskingForNcclFailsWithAMessage) {
-  if (!tp::nccl_compiled()) GTEST_SKIP() << "this build has no NCCL backend (no CUDA toolkit or nccl.h at configure time)";
+  if (!tp::nccl_compiled())
+    GTEST_SKIP() << "this build has no NCCL backend (no CUDA toolkit or nccl.h at configure time)";
   if (tp::cuda_device_count() > 0) GTEST_SKIP() << "a GPU is visible: the GPU tests below cover NCCL";
   testing::ScratchDir dir;
   try {
@@ -56,9 +57,12 @@ TEST(NcclProcessGroup, CollectivesOnGpus) {
   for (int r = 0; r < world; ++r) {
     ranks.emplace_back([&, r] {
       try {
-        auto g = tp::make_process_group(
-            tp::ProcessGroupOptions().with_backend("nccl").with_rank(r).with_world_size(world).with_rendezvous(where)
-                .with_device(r));
+        auto g = tp::make_process_group(tp::ProcessGroupOptions()
+                                            .with_backend("nccl")
+                                            .with_rank(r)
+                                            .with_world_size(world)
+                                            .with_rendezvous(where)
+                                            .with_device(r));
         if (world == 1) g = tp::make_nccl_process_group(nullptr, 0, 1, 0);  // make NCCL itself run
         const auto cuda = at::TensorOptions().dtype(at::kFloat).device(at::kCUDA, r);
         at::Tensor t = (at::arange(6, at::kFloat) + 10 * r).to(cuda.device());

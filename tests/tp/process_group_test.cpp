@@ -121,8 +121,9 @@ TEST(ProcessGroup, APeerThatLeavesBreaksTheCollectiveWithinTheTimeout) {
   const auto t0 = std::chrono::steady_clock::now();
   std::thread peer([&] {
     try {
-      auto g = tp::make_process_group(tp::ProcessGroupOptions().with_rank(1).with_world_size(2).with_rendezvous(where)
-                                          .with_timeout(std::chrono::seconds(10)));
+      auto g = tp::make_process_group(
+          tp::ProcessGroupOptions().with_rank(1).with_world_size(2).with_rendezvous(where).with_timeout(
+              std::chrono::seconds(10)));
       joined.get_future().wait_for(std::chrono::seconds(30));
     } catch (...) {
     }
@@ -132,8 +133,9 @@ TEST(ProcessGroup, APeerThatLeavesBreaksTheCollectiveWithinTheTimeout) {
   try {
     std::shared_ptr<tp::ProcessGroup> g;
     try {
-      g = tp::make_process_group(tp::ProcessGroupOptions().with_rank(0).with_world_size(2).with_rendezvous(where)
-                                     .with_timeout(std::chrono::seconds(10)));
+      g = tp::make_process_group(
+          tp::ProcessGroupOptions().with_rank(0).with_world_size(2).with_rendezvous(where).with_timeout(
+              std::chrono::seconds(10)));
     } catch (...) {
       joined.set_value();
       throw;

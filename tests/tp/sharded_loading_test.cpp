@@ -120,15 +120,16 @@ TEST_F(ShardedLoading, Gpt2FusedQkvTakesItsHeadsFromEachThird) {
   write(testing::tiny_tp_gpt2_config());  // hidden 32, 4 heads x 8, MLP 128, vocab 88
   Loaded l = load_rank(dir_.path(), 1, 2);
   const std::string a = "transformer.h.0.attn.";
-  at::Tensor expect = at::cat({rows(a + "c_attn.weight", 16, 16), rows(a + "c_attn.weight", 48, 16),
-                               rows(a + "c_attn.weight", 80, 16)}, 0);
+  at::Tensor expect = at::cat(
+      {rows(a + "c_attn.weight", 16, 16), rows(a + "c_attn.weight", 48, 16), rows(a + "c_attn.weight", 80, 16)}, 0);
   EXPECT_TRUE(at::equal(l.params.at(a + "c_attn.weight"), expect));
   at::Tensor b = whole_.at(a + "c_attn.bias");
-  EXPECT_TRUE(at::equal(l.params.at(a + "c_attn.bias"), at::cat({b.narrow(0, 16, 16), b.narrow(0, 48, 16),
-                                                                  b.narrow(0, 80, 16)})));
+  EXPECT_TRUE(at::equal(l.params.at(a + "c_attn.bias"),
+                        at::cat({b.narrow(0, 16, 16), b.narrow(0, 48, 16), b.narrow(0, 80, 16)})));
   EXPECT_TRUE(at::equal(l.params.at(a + "c_proj.weight"), cols(a + "c_proj.weight", 16, 16)));
   EXPECT_TRUE(at::equal(l.params.at(a + "c_proj.bias"), whole_.at(a + "c_proj.bias")));  // added once, after the sum
-  EXPECT_TRUE(at::equal(l.params.at("transformer.h.0.mlp.c_fc.weight"), rows("transformer.h.0.mlp.c_fc.weight", 64, 64)));
+  EXPECT_TRUE(
+      at::equal(l.params.at("transformer.h.0.mlp.c_fc.weight"), rows("transformer.h.0.mlp.c_fc.weight", 64, 64)));
   EXPECT_TRUE(at::equal(l.params.at("transformer.wte.weight"), rows("transformer.wte.weight", 44, 44)));
 }
 

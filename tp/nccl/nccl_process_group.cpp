@@ -40,7 +40,8 @@ struct NcclApi {
   ncclResult_t (*CommInitRank)(ncclComm_t*, int, ncclUniqueId, int) = nullptr;
   ncclResult_t (*CommDestroy)(ncclComm_t) = nullptr;
   ncclResult_t (*CommAbort)(ncclComm_t) = nullptr;
-  ncclResult_t (*AllReduce)(const void*, void*, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t, cudaStream_t) = nullptr;
+  ncclResult_t (*AllReduce)(const void*, void*, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t,
+                            cudaStream_t) = nullptr;
   ncclResult_t (*AllGather)(const void*, void*, size_t, ncclDataType_t, ncclComm_t, cudaStream_t) = nullptr;
   ncclResult_t (*Broadcast)(const void*, void*, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t) = nullptr;
   const char* (*GetErrorString)(ncclResult_t) = nullptr;
@@ -107,16 +108,25 @@ const NcclApi& nccl() {
 
 ncclDataType_t nccl_type(at::ScalarType t) {
   switch (t) {
-    case at::kFloat: return ncclFloat32;
-    case at::kHalf: return ncclFloat16;
-    case at::kBFloat16: return ncclBfloat16;
-    case at::kDouble: return ncclFloat64;
-    case at::kLong: return ncclInt64;
-    case at::kInt: return ncclInt32;
-    case at::kChar: return ncclInt8;
+    case at::kFloat:
+      return ncclFloat32;
+    case at::kHalf:
+      return ncclFloat16;
+    case at::kBFloat16:
+      return ncclBfloat16;
+    case at::kDouble:
+      return ncclFloat64;
+    case at::kLong:
+      return ncclInt64;
+    case at::kInt:
+      return ncclInt32;
+    case at::kChar:
+      return ncclInt8;
     case at::kByte:
-    case at::kBool: return ncclUint8;
-    default: throw Error(std::string("NCCL: no NCCL type for ") + c10::toString(t));
+    case at::kBool:
+      return ncclUint8;
+    default:
+      throw Error(std::string("NCCL: no NCCL type for ") + c10::toString(t));
   }
 }
 
@@ -168,7 +178,8 @@ class NcclProcessGroup final : public ProcessGroup {
     at::Tensor one = at::ones({1}, at::TensorOptions().dtype(at::kFloat).device(at::kCUDA, device_));
     all_reduce_sum(one);
     cudaError_t e = cuda().StreamSynchronize(stream());
-    if (e != cudaSuccess) throw CollectiveError(std::string("tensor-parallel barrier (nccl): ") + cuda().GetErrorString(e));
+    if (e != cudaSuccess)
+      throw CollectiveError(std::string("tensor-parallel barrier (nccl): ") + cuda().GetErrorString(e));
   }
 
  private:
@@ -180,8 +191,8 @@ class NcclProcessGroup final : public ProcessGroup {
   }
   void check_nccl(ncclResult_t r, const char* what) const {
     if (r != ncclSuccess)
-      throw CollectiveError(std::string("tensor-parallel ") + what + " failed on rank " + std::to_string(rank_) + " of " +
-                  std::to_string(world_) + " (nccl): " + nccl().GetErrorString(r));
+      throw CollectiveError(std::string("tensor-parallel ") + what + " failed on rank " + std::to_string(rank_) +
+                            " of " + std::to_string(world_) + " (nccl): " + nccl().GetErrorString(r));
   }
   cudaStream_t stream() const {
 #if NNSIGHT_TORCH_CUDA

@@ -40,18 +40,30 @@ using Decoder = void (*)(const uint8_t*, float*, int64_t);
 
 Decoder decoder_for(GgmlType type) {
   switch (type) {
-    case GgmlType::F32: return decode_f32;
-    case GgmlType::F16: return decode_f16;
-    case GgmlType::BF16: return decode_bf16;
-    case GgmlType::Q4_0: return kernels::detail::decode_q4_0;
-    case GgmlType::Q4_1: return kernels::detail::decode_q4_1;
-    case GgmlType::Q5_0: return kernels::detail::decode_q5_0;
-    case GgmlType::Q5_1: return kernels::detail::decode_q5_1;
-    case GgmlType::Q8_0: return kernels::detail::decode_q8_0;
-    case GgmlType::Q4_K: return kernels::detail::decode_q4_k;
-    case GgmlType::Q5_K: return kernels::detail::decode_q5_k;
-    case GgmlType::Q6_K: return kernels::detail::decode_q6_k;
-    default: return nullptr;
+    case GgmlType::F32:
+      return decode_f32;
+    case GgmlType::F16:
+      return decode_f16;
+    case GgmlType::BF16:
+      return decode_bf16;
+    case GgmlType::Q4_0:
+      return kernels::detail::decode_q4_0;
+    case GgmlType::Q4_1:
+      return kernels::detail::decode_q4_1;
+    case GgmlType::Q5_0:
+      return kernels::detail::decode_q5_0;
+    case GgmlType::Q5_1:
+      return kernels::detail::decode_q5_1;
+    case GgmlType::Q8_0:
+      return kernels::detail::decode_q8_0;
+    case GgmlType::Q4_K:
+      return kernels::detail::decode_q4_k;
+    case GgmlType::Q5_K:
+      return kernels::detail::decode_q5_k;
+    case GgmlType::Q6_K:
+      return kernels::detail::decode_q6_k;
+    default:
+      return nullptr;
   }
 }
 
@@ -69,12 +81,10 @@ Decoder checked_decoder(GgmlType type, const std::string& what) {
 
 bool can_dequantize(GgmlType type) { return decoder_for(type) != nullptr; }
 
-void dequantize_blocks(GgmlType type, const uint8_t* src, float* dst, int64_t n,
-                       const std::string& what) {
+void dequantize_blocks(GgmlType type, const uint8_t* src, float* dst, int64_t n, const std::string& what) {
   Decoder dec = checked_decoder(type, what);
   const GgmlTypeTraits& t = ggml_traits(type);
-  TORCH_CHECK(n % t.block_size == 0, "dequantize_blocks: ", n, " is not a multiple of ",
-              t.block_size);
+  TORCH_CHECK(n % t.block_size == 0, "dequantize_blocks: ", n, " is not a multiple of ", t.block_size);
   dec(src, dst, n / t.block_size);
 }
 
@@ -82,8 +92,8 @@ at::Tensor dequantize_rows(GgmlType type, const uint8_t* src, int64_t rows, int6
                            const std::string& what) {
   Decoder dec = checked_decoder(type, what);
   const GgmlTypeTraits& t = ggml_traits(type);
-  TORCH_CHECK(rows >= 0 && row_length >= 0 && row_length % t.block_size == 0,
-              "dequantize_rows: bad geometry ", rows, " x ", row_length);
+  TORCH_CHECK(rows >= 0 && row_length >= 0 && row_length % t.block_size == 0, "dequantize_rows: bad geometry ", rows,
+              " x ", row_length);
   at::Tensor out = at::empty({rows, row_length}, at::TensorOptions().dtype(at::kFloat));  // [rows, row_length]
   const int64_t nblocks = rows * (row_length / t.block_size);
   float* dst = out.data_ptr<float>();

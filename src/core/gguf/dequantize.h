@@ -17,8 +17,7 @@ bool can_dequantize(GgmlType type);
 // Decodes `n` elements (a multiple of the type's block size) starting at the
 // block at `src` into `dst`, on the calling thread. Throws LoadError naming
 // `what` and the type for an unsupported type.
-void dequantize_blocks(GgmlType type, const uint8_t* src, float* dst, int64_t n,
-                       const std::string& what);
+void dequantize_blocks(GgmlType type, const uint8_t* src, float* dst, int64_t n, const std::string& what);
 
 // Decodes `rows` consecutive rows of `row_length` elements each (row_length a
 // multiple of the block size) starting at `src`, in parallel.

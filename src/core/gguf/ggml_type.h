@@ -45,9 +45,9 @@ enum class GgmlType : uint32_t {
 };
 
 struct GgmlTypeTraits {
-  const char* name;      // as ggml spells it: "Q4_K"
-  int64_t block_size;    // elements per block (1 for plain types)
-  int64_t block_bytes;   // bytes per block
+  const char* name;     // as ggml spells it: "Q4_K"
+  int64_t block_size;   // elements per block (1 for plain types)
+  int64_t block_bytes;  // bytes per block
 };
 
 // Traits of a raw on-disk type id; nullptr when the id is unknown.
@@ -56,8 +56,6 @@ const GgmlTypeTraits* ggml_type_traits(uint32_t raw_type);
 const GgmlTypeTraits& ggml_traits(GgmlType type);
 // "Q4_K", or "unknown(<id>)".
 std::string ggml_type_name(uint32_t raw_type);
-inline std::string ggml_type_name(GgmlType type) {
-  return ggml_type_name(static_cast<uint32_t>(type));
-}
+inline std::string ggml_type_name(GgmlType type) { return ggml_type_name(static_cast<uint32_t>(type)); }
 
 }  // namespace nnsight

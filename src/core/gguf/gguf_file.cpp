@@ -16,18 +16,15 @@ namespace {
 constexpr uint32_t kMagic = 0x46554747;  // "GGUF" read as a little-endian u32
 constexpr int kMaxDims = 4;              // ggml's GGML_MAX_DIMS
 // Smallest encodings, used to bound counts by the bytes left in the file.
-constexpr uint64_t kMinKvBytes = 8 + 4 + 1;              // key length, type, 1-byte value
+constexpr uint64_t kMinKvBytes = 8 + 4 + 1;                  // key length, type, 1-byte value
 constexpr uint64_t kMinTensorInfoBytes = 8 + 4 + 8 + 4 + 8;  // name length, n_dims, 1 dim, type, offset
 
-uint32_t byteswap32(uint32_t v) {
-  return (v >> 24) | ((v >> 8) & 0xff00u) | ((v << 8) & 0xff0000u) | (v << 24);
-}
+uint32_t byteswap32(uint32_t v) { return (v >> 24) | ((v >> 8) & 0xff00u) | ((v << 8) & 0xff0000u) | (v << 24); }
 
 // Bounds-checked little-endian reads over the mapped header.
 class Cursor {
  public:
-  Cursor(const uint8_t* data, size_t size, const std::string& file)
-      : data_(data), size_(size), file_(file) {}
+  Cursor(const uint8_t* data, size_t size, const std::string& file) : data_(data), size_(size), file_(file) {}
 
   size_t pos() const { return pos_; }
   uint64_t left() const { return size_ - pos_; }
@@ -45,9 +42,8 @@ class Cursor {
     size_t at = pos_;
     uint64_t len = read<uint64_t>(what + " (string length)");
     if (len > left()) {
-      throw LoadError(file_ + ": " + what + ": string length " + std::to_string(len) +
-                      " at offset " + std::to_string(at) + " exceeds the " +
-                      std::to_string(left()) + " bytes left in the file");
+      throw LoadError(file_ + ": " + what + ": string length " + std::to_string(len) + " at offset " +
+                      std::to_string(at) + " exceeds the " + std::to_string(left()) + " bytes left in the file");
     }
     std::string s(reinterpret_cast<const char*>(data_ + pos_), static_cast<size_t>(len));
     pos_ += static_cast<size_t>(len);
@@ -64,9 +60,8 @@ class Cursor {
  private:
   void need(uint64_t n, const std::string& what) {
     if (n > left()) {
-      throw LoadError(file_ + ": truncated: " + what + " needs " + std::to_string(n) +
-                      " bytes at offset " + std::to_string(pos_) + " but the file has " +
-                      std::to_string(left()) + " left");
+      throw LoadError(file_ + ": truncated: " + what + " needs " + std::to_string(n) + " bytes at offset " +
+                      std::to_string(pos_) + " but the file has " + std::to_string(left()) + " left");
     }
   }
 
@@ -78,28 +73,27 @@ class Cursor {
 
 // Smallest on-disk size of one array element of this type.
 uint64_t min_element_bytes(GgufValueType t) {
-  if (t == GgufValueType::kString) return 8;      // length only
-  if (t == GgufValueType::kArray) return 4 + 8;   // element type + count
+  if (t == GgufValueType::kString) return 8;     // length only
+  if (t == GgufValueType::kArray) return 4 + 8;  // element type + count
   return gguf_scalar_size(t);
 }
 
-GgufValue read_value(Cursor& in, GgufValueType type, const std::string& what,
-                     const std::string& file, int depth);
+GgufValue read_value(Cursor& in, GgufValueType type, const std::string& what, const std::string& file, int depth);
 
 GgufValueType read_type(Cursor& in, const std::string& what, const std::string& file) {
   size_t at = in.pos();
   uint32_t raw = in.read<uint32_t>(what + " (value type)");
   if (!gguf_value_type_known(raw)) {
-    throw LoadError(file + ": " + what + ": unknown value type " + std::to_string(raw) +
-                    " at offset " + std::to_string(at));
+    throw LoadError(file + ": " + what + ": unknown value type " + std::to_string(raw) + " at offset " +
+                    std::to_string(at));
   }
   return static_cast<GgufValueType>(raw);
 }
 
 GgufValue read_array(Cursor& in, const std::string& what, const std::string& file, int depth) {
   if (depth >= GgufFile::kMaxArrayDepth) {
-    throw LoadError(file + ": " + what + ": arrays nested deeper than " +
-                    std::to_string(GgufFile::kMaxArrayDepth) + " levels");
+    throw LoadError(file + ": " + what + ": arrays nested deeper than " + std::to_string(GgufFile::kMaxArrayDepth) +
+                    " levels");
   }
   GgufValueType element = read_type(in, what + " (array element type)", file);
   size_t at = in.pos();
@@ -107,8 +101,7 @@ GgufValue read_array(Cursor& in, const std::string& what, const std::string& fil
   uint64_t min_bytes = min_element_bytes(element);
   if (count > in.left() / min_bytes) {
     throw LoadError(file + ": " + what + ": array length " + std::to_string(count) + " at offset " +
-                    std::to_string(at) + " cannot fit in the " + std::to_string(in.left()) +
-                    " bytes left in the file");
+                    std::to_string(at) + " cannot fit in the " + std::to_string(in.left()) + " bytes left in the file");
   }
   if (element == GgufValueType::kString) {
     std::vector<std::string> items;
@@ -122,8 +115,7 @@ GgufValue read_array(Cursor& in, const std::string& what, const std::string& fil
     std::vector<GgufValue> items;
     items.reserve(static_cast<size_t>(count));
     for (uint64_t i = 0; i < count; ++i) {
-      items.push_back(read_value(in, GgufValueType::kArray, what + "[" + std::to_string(i) + "]",
-                                 file, depth + 1));
+      items.push_back(read_value(in, GgufValueType::kArray, what + "[" + std::to_string(i) + "]", file, depth + 1));
     }
     return GgufValue::nested_array(std::move(items));
   }
@@ -131,16 +123,15 @@ GgufValue read_array(Cursor& in, const std::string& what, const std::string& fil
   if (element == GgufValueType::kBool) {
     for (uint64_t i = 0; i < count; ++i) {
       if (raw[i] > 1) {
-        throw LoadError(file + ": " + what + "[" + std::to_string(i) + "]: bool value " +
-                        std::to_string(raw[i]) + " is neither 0 nor 1");
+        throw LoadError(file + ": " + what + "[" + std::to_string(i) + "]: bool value " + std::to_string(raw[i]) +
+                        " is neither 0 nor 1");
       }
     }
   }
   return GgufValue::scalar_array(element, count, std::move(raw));
 }
 
-GgufValue read_value(Cursor& in, GgufValueType type, const std::string& what,
-                     const std::string& file, int depth) {
+GgufValue read_value(Cursor& in, GgufValueType type, const std::string& what, const std::string& file, int depth) {
   switch (type) {
     case GgufValueType::kString:
       return GgufValue::string(in.read_string(what));
@@ -149,8 +140,7 @@ GgufValue read_value(Cursor& in, GgufValueType type, const std::string& what,
     case GgufValueType::kBool: {
       uint8_t b = in.read<uint8_t>(what);
       if (b > 1) {
-        throw LoadError(file + ": " + what + ": bool value " + std::to_string(b) +
-                        " is neither 0 nor 1");
+        throw LoadError(file + ": " + what + ": bool value " + std::to_string(b) + " is neither 0 nor 1");
       }
       return GgufValue::scalar(type, b);
     }
@@ -172,16 +162,13 @@ std::string dims_string(const std::vector<uint64_t>& dims) {
 
 }  // namespace
 
-GgufFile::GgufFile(const std::string& path) : file_(std::make_shared<MappedFile>(path)) {
-  parse();
-}
+GgufFile::GgufFile(const std::string& path) : file_(std::make_shared<MappedFile>(path)) { parse(); }
 
 void GgufFile::parse() {
   const std::string& file = path();
   Cursor in(file_->data(), file_->size(), file);
   if (file_->size() < 4) {
-    throw LoadError(file + ": not a GGUF file (" + std::to_string(file_->size()) +
-                    " bytes, too short for the magic)");
+    throw LoadError(file + ": not a GGUF file (" + std::to_string(file_->size()) + " bytes, too short for the magic)");
   }
   uint32_t magic = in.read<uint32_t>("magic");
   if (magic != kMagic) {
@@ -190,8 +177,7 @@ void GgufFile::parse() {
     for (char& c : shown) {
       if (c != 0 && (c < 32 || c > 126)) c = '?';
     }
-    throw LoadError(file + ": not a GGUF file (magic '" + std::string(shown) +
-                    "', expected 'GGUF')");
+    throw LoadError(file + ": not a GGUF file (magic '" + std::string(shown) + "', expected 'GGUF')");
   }
   version_ = in.read<uint32_t>("version");
   if (version_ != 2 && version_ != 3) {
@@ -199,18 +185,17 @@ void GgufFile::parse() {
     if (swapped == 2 || swapped == 3) {
       throw LoadError(file + ": big-endian GGUF files are not supported");
     }
-    throw LoadError(file + ": unsupported GGUF version " + std::to_string(version_) +
-                    " (supported: 2, 3)");
+    throw LoadError(file + ": unsupported GGUF version " + std::to_string(version_) + " (supported: 2, 3)");
   }
   uint64_t tensor_count = in.read<uint64_t>("tensor count");
   uint64_t kv_count = in.read<uint64_t>("metadata count");
   if (kv_count > in.left() / kMinKvBytes) {
-    throw LoadError(file + ": metadata count " + std::to_string(kv_count) +
-                    " cannot fit in the " + std::to_string(in.left()) + " bytes left in the file");
+    throw LoadError(file + ": metadata count " + std::to_string(kv_count) + " cannot fit in the " +
+                    std::to_string(in.left()) + " bytes left in the file");
   }
   if (tensor_count > in.left() / kMinTensorInfoBytes) {
-    throw LoadError(file + ": tensor count " + std::to_string(tensor_count) +
-                    " cannot fit in the " + std::to_string(in.left()) + " bytes left in the file");
+    throw LoadError(file + ": tensor count " + std::to_string(tensor_count) + " cannot fit in the " +
+                    std::to_string(in.left()) + " bytes left in the file");
   }
 
   // ---- metadata ----
@@ -242,8 +227,8 @@ void GgufFile::parse() {
     std::string what = "tensor '" + t.name + "'";
     uint32_t n_dims = in.read<uint32_t>(what + " dimension count");
     if (n_dims < 1 || n_dims > kMaxDims) {
-      throw LoadError(file + ": " + what + " has " + std::to_string(n_dims) +
-                      " dimensions (expected 1 to " + std::to_string(kMaxDims) + ")");
+      throw LoadError(file + ": " + what + " has " + std::to_string(n_dims) + " dimensions (expected 1 to " +
+                      std::to_string(kMaxDims) + ")");
     }
     std::vector<uint64_t> raw_dims;
     for (uint32_t d = 0; d < n_dims; ++d) {
@@ -274,8 +259,7 @@ void GgufFile::parse() {
     }
     int64_t nbytes = 0;
     if (__builtin_mul_overflow(numel / traits->block_size, traits->block_bytes, &nbytes)) {
-      throw LoadError(file + ": " + what + " dimensions " + dims_string(raw_dims) +
-                      " overflow a 64-bit byte size");
+      throw LoadError(file + ": " + what + " dimensions " + dims_string(raw_dims) + " overflow a 64-bit byte size");
     }
     t.nbytes = static_cast<uint64_t>(nbytes);
     if (!tensor_index_.emplace(t.name, tensors_.size()).second) {
@@ -295,9 +279,9 @@ void GgufFile::parse() {
                       " is not a multiple of the alignment " + std::to_string(alignment_));
     }
     if (t.offset > data_size || t.nbytes > data_size - t.offset) {
-      throw LoadError(file + ": " + what + " data [" + std::to_string(t.offset) + ", +" +
-                      std::to_string(t.nbytes) + " bytes) extends past the end of the data section (" +
-                      std::to_string(data_size) + " bytes; file truncated or offset corrupt)");
+      throw LoadError(file + ": " + what + " data [" + std::to_string(t.offset) + ", +" + std::to_string(t.nbytes) +
+                      " bytes) extends past the end of the data section (" + std::to_string(data_size) +
+                      " bytes; file truncated or offset corrupt)");
     }
   }
   std::vector<const GgufTensorInfo*> by_offset;
@@ -308,9 +292,9 @@ void GgufFile::parse() {
     const GgufTensorInfo* prev = by_offset[i - 1];
     const GgufTensorInfo* cur = by_offset[i];
     if (prev->nbytes > 0 && cur->nbytes > 0 && prev->offset + prev->nbytes > cur->offset) {
-      throw LoadError(file + ": tensor '" + prev->name + "' data [" + std::to_string(prev->offset) +
-                      ", " + std::to_string(prev->offset + prev->nbytes) + ") overlaps tensor '" +
-                      cur->name + "' starting at " + std::to_string(cur->offset));
+      throw LoadError(file + ": tensor '" + prev->name + "' data [" + std::to_string(prev->offset) + ", " +
+                      std::to_string(prev->offset + prev->nbytes) + ") overlaps tensor '" + cur->name +
+                      "' starting at " + std::to_string(cur->offset));
     }
   }
 }
@@ -326,20 +310,12 @@ const GgufValue& GgufFile::at(const std::string& key) const {
   return *v;
 }
 
-std::string GgufFile::describe_key(const std::string& key) const {
-  return path() + ": metadata key '" + key + "'";
-}
+std::string GgufFile::describe_key(const std::string& key) const { return path() + ": metadata key '" + key + "'"; }
 
-std::string GgufFile::get_string(const std::string& key) const {
-  return at(key).as_string(describe_key(key));
-}
+std::string GgufFile::get_string(const std::string& key) const { return at(key).as_string(describe_key(key)); }
 int64_t GgufFile::get_int(const std::string& key) const { return at(key).as_int(describe_key(key)); }
-uint64_t GgufFile::get_uint(const std::string& key) const {
-  return at(key).as_uint(describe_key(key));
-}
-double GgufFile::get_float(const std::string& key) const {
-  return at(key).as_float(describe_key(key));
-}
+uint64_t GgufFile::get_uint(const std::string& key) const { return at(key).as_uint(describe_key(key)); }
+double GgufFile::get_float(const std::string& key) const { return at(key).as_float(describe_key(key)); }
 bool GgufFile::get_bool(const std::string& key) const { return at(key).as_bool(describe_key(key)); }
 
 std::string GgufFile::get_string_or(const std::string& key, const std::string& fallback) const {
@@ -351,9 +327,7 @@ int64_t GgufFile::get_int_or(const std::string& key, int64_t fallback) const {
 double GgufFile::get_float_or(const std::string& key, double fallback) const {
   return has(key) ? get_float(key) : fallback;
 }
-bool GgufFile::get_bool_or(const std::string& key, bool fallback) const {
-  return has(key) ? get_bool(key) : fallback;
-}
+bool GgufFile::get_bool_or(const std::string& key, bool fallback) const { return has(key) ? get_bool(key) : fallback; }
 
 const GgufTensorInfo* GgufFile::find_tensor(const std::string& name) const {
   auto it = tensor_index_.find(name);
@@ -370,13 +344,10 @@ const uint8_t* GgufFile::tensor_data(const GgufTensorInfo& info) const {
   return file_->data() + data_offset_ + info.offset;
 }
 
-at::Tensor GgufFile::dequantize_rows(const GgufTensorInfo& info, int64_t row_start,
-                                     int64_t row_count) const {
-  if (row_start < 0 || row_count < 0 || row_start > info.rows() ||
-      row_count > info.rows() - row_start) {
-    throw LoadError(path() + ": tensor '" + info.name + "': rows [" + std::to_string(row_start) +
-                    ", +" + std::to_string(row_count) + ") outside its " +
-                    std::to_string(info.rows()) + " rows");
+at::Tensor GgufFile::dequantize_rows(const GgufTensorInfo& info, int64_t row_start, int64_t row_count) const {
+  if (row_start < 0 || row_count < 0 || row_start > info.rows() || row_count > info.rows() - row_start) {
+    throw LoadError(path() + ": tensor '" + info.name + "': rows [" + std::to_string(row_start) + ", +" +
+                    std::to_string(row_count) + ") outside its " + std::to_string(info.rows()) + " rows");
   }
   const uint8_t* src = tensor_data(info) + static_cast<uint64_t>(row_start) * info.row_bytes();
   return nnsight::dequantize_rows(info.type, src, row_count, info.row_length(),

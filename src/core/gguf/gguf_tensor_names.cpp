@@ -13,18 +13,16 @@ struct NamePair {
 
 // Per-layer stems ("blk.N.<stem>.weight").
 constexpr NamePair kLlamaLayer[] = {
-    {"attn_q", "self_attn.q_proj"},        {"attn_k", "self_attn.k_proj"},
-    {"attn_v", "self_attn.v_proj"},        {"attn_output", "self_attn.o_proj"},
-    {"ffn_gate", "mlp.gate_proj"},         {"ffn_up", "mlp.up_proj"},
-    {"ffn_down", "mlp.down_proj"},         {"attn_norm", "input_layernorm"},
-    {"ffn_norm", "post_attention_layernorm"},
+    {"attn_q", "self_attn.q_proj"},      {"attn_k", "self_attn.k_proj"},   {"attn_v", "self_attn.v_proj"},
+    {"attn_output", "self_attn.o_proj"}, {"ffn_gate", "mlp.gate_proj"},    {"ffn_up", "mlp.up_proj"},
+    {"ffn_down", "mlp.down_proj"},       {"attn_norm", "input_layernorm"}, {"ffn_norm", "post_attention_layernorm"},
 };
 constexpr NamePair kLlamaTop[] = {
     {"token_embd", "model.embed_tokens"}, {"output_norm", "model.norm"}, {"output", "lm_head"}};
 
 constexpr NamePair kGpt2Layer[] = {
-    {"attn_norm", "ln_1"},          {"attn_qkv", "attn.c_attn"}, {"attn_output", "attn.c_proj"},
-    {"ffn_norm", "ln_2"},           {"ffn_up", "mlp.c_fc"},      {"ffn_down", "mlp.c_proj"},
+    {"attn_norm", "ln_1"}, {"attn_qkv", "attn.c_attn"}, {"attn_output", "attn.c_proj"},
+    {"ffn_norm", "ln_2"},  {"ffn_up", "mlp.c_fc"},      {"ffn_down", "mlp.c_proj"},
 };
 constexpr NamePair kGpt2Top[] = {{"token_embd", "transformer.wte"},
                                  {"position_embd", "transformer.wpe"},
@@ -33,20 +31,30 @@ constexpr NamePair kGpt2Top[] = {{"token_embd", "transformer.wte"},
 
 // Qwen3: Llama's names plus the per-head q/k norms.
 constexpr NamePair kQwen3Layer[] = {
-    {"attn_q", "self_attn.q_proj"},        {"attn_k", "self_attn.k_proj"},
-    {"attn_v", "self_attn.v_proj"},        {"attn_output", "self_attn.o_proj"},
-    {"attn_q_norm", "self_attn.q_norm"},   {"attn_k_norm", "self_attn.k_norm"},
-    {"ffn_gate", "mlp.gate_proj"},         {"ffn_up", "mlp.up_proj"},
-    {"ffn_down", "mlp.down_proj"},         {"attn_norm", "input_layernorm"},
+    {"attn_q", "self_attn.q_proj"},
+    {"attn_k", "self_attn.k_proj"},
+    {"attn_v", "self_attn.v_proj"},
+    {"attn_output", "self_attn.o_proj"},
+    {"attn_q_norm", "self_attn.q_norm"},
+    {"attn_k_norm", "self_attn.k_norm"},
+    {"ffn_gate", "mlp.gate_proj"},
+    {"ffn_up", "mlp.up_proj"},
+    {"ffn_down", "mlp.down_proj"},
+    {"attn_norm", "input_layernorm"},
     {"ffn_norm", "post_attention_layernorm"},
 };
 // OLMo-2: no input norm; norms after each sublayer; whole-projection q/k norms.
 constexpr NamePair kOlmo2Layer[] = {
-    {"attn_q", "self_attn.q_proj"},        {"attn_k", "self_attn.k_proj"},
-    {"attn_v", "self_attn.v_proj"},        {"attn_output", "self_attn.o_proj"},
-    {"attn_q_norm", "self_attn.q_norm"},   {"attn_k_norm", "self_attn.k_norm"},
-    {"ffn_gate", "mlp.gate_proj"},         {"ffn_up", "mlp.up_proj"},
-    {"ffn_down", "mlp.down_proj"},         {"post_attention_norm", "post_attention_layernorm"},
+    {"attn_q", "self_attn.q_proj"},
+    {"attn_k", "self_attn.k_proj"},
+    {"attn_v", "self_attn.v_proj"},
+    {"attn_output", "self_attn.o_proj"},
+    {"attn_q_norm", "self_attn.q_norm"},
+    {"attn_k_norm", "self_attn.k_norm"},
+    {"ffn_gate", "mlp.gate_proj"},
+    {"ffn_up", "mlp.up_proj"},
+    {"ffn_down", "mlp.down_proj"},
+    {"post_attention_norm", "post_attention_layernorm"},
     {"post_ffw_norm", "post_feedforward_layernorm"},
 };
 // Phi-3: fused [q | k | v] and [gate | up].
@@ -55,9 +63,9 @@ constexpr NamePair kPhi3Layer[] = {
     {"ffn_down", "mlp.down_proj"},      {"attn_norm", "input_layernorm"},    {"ffn_norm", "post_attention_layernorm"},
 };
 constexpr NamePair kGptNeoxLayer[] = {
-    {"attn_norm", "input_layernorm"},          {"attn_qkv", "attention.query_key_value"},
-    {"attn_output", "attention.dense"},        {"ffn_norm", "post_attention_layernorm"},
-    {"ffn_up", "mlp.dense_h_to_4h"},           {"ffn_down", "mlp.dense_4h_to_h"},
+    {"attn_norm", "input_layernorm"},   {"attn_qkv", "attention.query_key_value"},
+    {"attn_output", "attention.dense"}, {"ffn_norm", "post_attention_layernorm"},
+    {"ffn_up", "mlp.dense_h_to_4h"},    {"ffn_down", "mlp.dense_4h_to_h"},
 };
 constexpr NamePair kGptNeoxTop[] = {
     {"token_embd", "gpt_neox.embed_in"}, {"output_norm", "gpt_neox.final_layer_norm"}, {"output", "embed_out"}};
@@ -69,8 +77,7 @@ bool ends_with(const std::string& s, const char* suffix) {
 
 }  // namespace
 
-std::optional<std::string> hf_name_from_gguf(const std::string& architecture,
-                                             const std::string& gguf_name) {
+std::optional<std::string> hf_name_from_gguf(const std::string& architecture, const std::string& gguf_name) {
   // GGUF architecture -> (layer table, top table, layer prefix); gemma uses Llama's names.
   const NamePair* layer_table = nullptr;
   size_t layer_n = 0;

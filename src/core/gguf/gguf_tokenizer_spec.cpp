@@ -13,8 +13,8 @@ int32_t special_id(const GgufFile& f, const std::string& key, size_t vocab) {
   if (v == nullptr) return -1;
   int64_t id = v->as_int(f.describe_key(key));
   if (id < 0 || static_cast<uint64_t>(id) >= vocab) {
-    throw LoadError(f.describe_key(key) + " = " + std::to_string(id) +
-                    " is outside the vocabulary of " + std::to_string(vocab) + " tokens");
+    throw LoadError(f.describe_key(key) + " = " + std::to_string(id) + " is outside the vocabulary of " +
+                    std::to_string(vocab) + " tokens");
   }
   return static_cast<int32_t>(id);
 }

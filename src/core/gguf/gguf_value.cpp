@@ -85,19 +85,32 @@ bool gguf_value_type_known(uint32_t raw_type) { return raw_type <= 12; }
 
 const char* gguf_value_type_name(GgufValueType type) {
   switch (type) {
-    case GgufValueType::kUint8: return "u8";
-    case GgufValueType::kInt8: return "i8";
-    case GgufValueType::kUint16: return "u16";
-    case GgufValueType::kInt16: return "i16";
-    case GgufValueType::kUint32: return "u32";
-    case GgufValueType::kInt32: return "i32";
-    case GgufValueType::kFloat32: return "f32";
-    case GgufValueType::kBool: return "bool";
-    case GgufValueType::kString: return "string";
-    case GgufValueType::kArray: return "array";
-    case GgufValueType::kUint64: return "u64";
-    case GgufValueType::kInt64: return "i64";
-    case GgufValueType::kFloat64: return "f64";
+    case GgufValueType::kUint8:
+      return "u8";
+    case GgufValueType::kInt8:
+      return "i8";
+    case GgufValueType::kUint16:
+      return "u16";
+    case GgufValueType::kInt16:
+      return "i16";
+    case GgufValueType::kUint32:
+      return "u32";
+    case GgufValueType::kInt32:
+      return "i32";
+    case GgufValueType::kFloat32:
+      return "f32";
+    case GgufValueType::kBool:
+      return "bool";
+    case GgufValueType::kString:
+      return "string";
+    case GgufValueType::kArray:
+      return "array";
+    case GgufValueType::kUint64:
+      return "u64";
+    case GgufValueType::kInt64:
+      return "i64";
+    case GgufValueType::kFloat64:
+      return "f64";
   }
   return "unknown";
 }
@@ -190,8 +203,8 @@ uint64_t GgufValue::raw_element(uint64_t i) const {
 GgufValue GgufValue::element(uint64_t i, const std::string& what) const {
   if (!is_array()) type_error(what, "an array");
   if (i >= count_) {
-    throw LoadError(what + ": index " + std::to_string(i) + " is past the array's " +
-                    std::to_string(count_) + " elements");
+    throw LoadError(what + ": index " + std::to_string(i) + " is past the array's " + std::to_string(count_) +
+                    " elements");
   }
   if (element_ == GgufValueType::kString) return string(strings_[i]);
   if (element_ == GgufValueType::kArray) return arrays_[i];
@@ -218,8 +231,7 @@ double GgufValue::as_float(const std::string& what) const {
     return float_value(type_, bits_);
   }
   if (is_integer(type_)) {
-    return is_signed(type_) ? static_cast<double>(signed_value(type_, bits_))
-                            : static_cast<double>(bits_);
+    return is_signed(type_) ? static_cast<double>(signed_value(type_, bits_)) : static_cast<double>(bits_);
   }
   type_error(what, "a number");
 }
@@ -250,8 +262,8 @@ std::vector<int64_t> GgufValue::as_int_array(const std::string& what) const {
 }
 
 std::vector<double> GgufValue::as_float_array(const std::string& what) const {
-  bool numeric = is_array() && (is_integer(element_) || element_ == GgufValueType::kFloat32 ||
-                                element_ == GgufValueType::kFloat64);
+  bool numeric = is_array() &&
+                 (is_integer(element_) || element_ == GgufValueType::kFloat32 || element_ == GgufValueType::kFloat64);
   if (!numeric) type_error(what, "an array of numbers");
   std::vector<double> out;
   out.reserve(count_);

@@ -82,12 +82,12 @@ class GgufValue {
 
   GgufValueType type_ = GgufValueType::kUint8;
   GgufValueType element_ = GgufValueType::kUint8;
-  uint64_t bits_ = 0;                // scalars
-  uint64_t count_ = 0;               // arrays
-  std::string text_;                 // string
-  std::vector<uint8_t> raw_;         // array of numeric scalars, as on disk
-  std::vector<std::string> strings_; // array of strings
-  std::vector<GgufValue> arrays_;    // array of arrays
+  uint64_t bits_ = 0;                 // scalars
+  uint64_t count_ = 0;                // arrays
+  std::string text_;                  // string
+  std::vector<uint8_t> raw_;          // array of numeric scalars, as on disk
+  std::vector<std::string> strings_;  // array of strings
+  std::vector<GgufValue> arrays_;     // array of arrays
 };
 
 }  // namespace nnsight

@@ -44,8 +44,8 @@ GgufWeights::GgufWeights(const std::string& path, bool keep_packed) : file_(path
 void GgufWeights::read_config() {
   const GgufFile& f = file_;
   const std::string arch = f.get_string("general.architecture");
-  if (arch != "llama" && arch != "gpt2" && arch != "qwen3" && arch != "olmo2" && arch != "phi3" &&
-      arch != "gptneox" && arch != "gemma") {
+  if (arch != "llama" && arch != "gpt2" && arch != "qwen3" && arch != "olmo2" && arch != "phi3" && arch != "gptneox" &&
+      arch != "gemma") {
     throw LoadError(f.path() + ": architecture '" + arch +
                     "' is not supported (supported: llama, gpt2, qwen3, olmo2, phi3, gptneox, gemma; "
                     "load other models from their Hugging Face directory)");
@@ -60,17 +60,15 @@ void GgufWeights::read_config() {
   c.intermediate_size = f.get_int(p + "feed_forward_length");
   c.num_heads = f.get_int(p + "attention.head_count");
   c.num_kv_heads = f.get_int_or(p + "attention.head_count_kv", c.num_heads);
-  c.head_dim = f.get_int_or(p + "attention.key_length",
-                            c.num_heads > 0 ? c.hidden_size / c.num_heads : 0);
+  c.head_dim = f.get_int_or(p + "attention.key_length", c.num_heads > 0 ? c.hidden_size / c.num_heads : 0);
   c.max_position = f.get_int_or(p + "context_length", c.max_position);
   c.bos_token_id = f.get_int_or("tokenizer.ggml.bos_token_id", -1);
   c.eos_token_id = f.get_int_or("tokenizer.ggml.eos_token_id", -1);
 
   const GgufTensorInfo& embd = f.tensor("token_embd.weight");
   if (embd.dims.size() != 2 || embd.dims[0] != c.hidden_size) {
-    throw LoadError(f.path() + ": tensor 'token_embd.weight' has GGUF dims " +
-                    shape_string(embd.dims) + ", expected [" + std::to_string(c.hidden_size) +
-                    ", vocab]");
+    throw LoadError(f.path() + ": tensor 'token_embd.weight' has GGUF dims " + shape_string(embd.dims) +
+                    ", expected [" + std::to_string(c.hidden_size) + ", vocab]");
   }
   c.vocab_size = embd.dims[1];
   c.tie_word_embeddings = f.find_tensor("output.weight") == nullptr;
@@ -132,8 +130,7 @@ void GgufWeights::read_config() {
   }
   if (rot != c.head_dim) {
     throw LoadError(f.describe_key(p + "rope.dimension_count") + " = " + std::to_string(rot) +
-                    ": partial rotary embeddings (head_dim " + std::to_string(c.head_dim) +
-                    ") are not supported");
+                    ": partial rotary embeddings (head_dim " + std::to_string(c.head_dim) + ") are not supported");
   }
   const std::string scaling = f.get_string_or(p + "rope.scaling.type", "none");
   if (scaling != "none") {
@@ -143,10 +140,9 @@ void GgufWeights::read_config() {
   if (const GgufTensorInfo* freqs = f.find_tensor("rope_freqs.weight")) {
     at::Tensor t = f.dequantize(*freqs).reshape({-1});  // [head_dim / 2]
     std::vector<float> divisors(t.data_ptr<float>(), t.data_ptr<float>() + t.numel());
-    c.rope_scaling = fit_llama3_rope_scaling(
-        divisors, c.rope_theta, c.head_dim,
-        f.get_int_or(p + "rope.scaling.original_context_length", 8192),
-        f.path() + ": tensor 'rope_freqs.weight'");
+    c.rope_scaling = fit_llama3_rope_scaling(divisors, c.rope_theta, c.head_dim,
+                                             f.get_int_or(p + "rope.scaling.original_context_length", 8192),
+                                             f.path() + ": tensor 'rope_freqs.weight'");
   }
 }
 
@@ -158,14 +154,13 @@ void GgufWeights::map_tensors() {
       continue;  // folded into config
     std::optional<std::string> hf = hf_name_from_gguf(arch, info.name);
     if (!hf) {
-      throw LoadError(file_.path() + ": tensor '" + info.name +
-                      "' has no Hugging Face counterpart in architecture '" + arch + "'");
+      throw LoadError(file_.path() + ": tensor '" + info.name + "' has no Hugging Face counterpart in architecture '" +
+                      arch + "'");
     }
     int64_t layer = layer_of(info.name);
     if (layer >= config_.num_layers) {
-      throw LoadError(file_.path() + ": tensor '" + info.name + "' belongs to layer " +
-                      std::to_string(layer) + " but the model has " +
-                      std::to_string(config_.num_layers) + " layers");
+      throw LoadError(file_.path() + ": tensor '" + info.name + "' belongs to layer " + std::to_string(layer) +
+                      " but the model has " + std::to_string(config_.num_layers) + " layers");
     }
     Entry e;
     e.info = &info;
@@ -185,11 +180,9 @@ void GgufWeights::map_tensors() {
     }
     if (e.permuted_heads > 0) {
       const int64_t rows = info.torch_shape()[0];
-      if (config_.head_dim <= 0 || rows != e.permuted_heads * config_.head_dim ||
-          config_.head_dim % 2 != 0) {
-        throw LoadError(file_.path() + ": tensor '" + info.name + "' has " + std::to_string(rows) +
-                        " rows, expected " + std::to_string(e.permuted_heads) + " heads x head_dim " +
-                        std::to_string(config_.head_dim));
+      if (config_.head_dim <= 0 || rows != e.permuted_heads * config_.head_dim || config_.head_dim % 2 != 0) {
+        throw LoadError(file_.path() + ": tensor '" + info.name + "' has " + std::to_string(rows) + " rows, expected " +
+                        std::to_string(e.permuted_heads) + " heads x head_dim " + std::to_string(config_.head_dim));
       }
     }
     order_.push_back(*hf);
@@ -213,14 +206,11 @@ const GgufWeights::Entry& GgufWeights::entry(const std::string& name) const {
   return it->second;
 }
 
-std::vector<int64_t> GgufWeights::shape(const std::string& name) const {
-  return entry(name).info->torch_shape();
-}
+std::vector<int64_t> GgufWeights::shape(const std::string& name) const { return entry(name).info->torch_shape(); }
 
 TokenizerSpec GgufWeights::tokenizer_spec() const { return tokenizer_spec_from_gguf(file_); }
 
-at::Tensor GgufWeights::read_outer(const GgufTensorInfo& info, int64_t start,
-                                   int64_t length) const {
+at::Tensor GgufWeights::read_outer(const GgufTensorInfo& info, int64_t start, int64_t length) const {
   std::vector<int64_t> shape = info.torch_shape();
   const int64_t rows_per_outer = shape[0] == 0 ? 0 : info.rows() / shape[0];
   shape[0] = length;
@@ -234,12 +224,11 @@ at::Tensor GgufWeights::load(const std::string& name, ShardSlice slice) const {
   const int64_t rank = static_cast<int64_t>(shape.size());
 
   if (!slice.is_whole()) {
-    if (slice.dim > 1 || slice.dim >= rank || slice.start < 0 || slice.length < 0 ||
-        slice.start > shape[slice.dim] || slice.length > shape[slice.dim] - slice.start) {
-      throw LoadError(file_.path() + ": tensor '" + name + "' of shape " + shape_string(shape) +
-                      ": slice dim " + std::to_string(slice.dim) + " [" +
-                      std::to_string(slice.start) + ", +" + std::to_string(slice.length) +
-                      ") is out of range");
+    if (slice.dim > 1 || slice.dim >= rank || slice.start < 0 || slice.length < 0 || slice.start > shape[slice.dim] ||
+        slice.length > shape[slice.dim] - slice.start) {
+      throw LoadError(file_.path() + ": tensor '" + name + "' of shape " + shape_string(shape) + ": slice dim " +
+                      std::to_string(slice.dim) + " [" + std::to_string(slice.start) + ", +" +
+                      std::to_string(slice.length) + ") is out of range");
     }
   }
   if (!slice.is_whole() && slice.length == 0) {

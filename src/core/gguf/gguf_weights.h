@@ -1,7 +1,7 @@
 // GgufWeights: a WeightSource over a llama.cpp GGUF file (architectures
-// "llama", "gpt2", "qwen3", "olmo2", "phi3", "gptneox", "gemma"). Serves tensors under Hugging Face names, dequantized to
-// float32, with the converter's q/k row permutation undone; the ModelConfig
-// and TokenizerSpec come from the file's metadata.
+// "llama", "gpt2", "qwen3", "olmo2", "phi3", "gptneox", "gemma"). Serves tensors under Hugging Face names, dequantized
+// to float32, with the converter's q/k row permutation undone; the ModelConfig and TokenizerSpec come from the file's
+// metadata.
 #pragma once
 
 #include <string>

@@ -8,8 +8,7 @@ namespace nnsight {
 
 at::Tensor unpermute_qk_rows(const at::Tensor& gguf_rows, int64_t num_heads) {
   TORCH_CHECK(num_heads > 0 && gguf_rows.dim() >= 1 && gguf_rows.size(0) % num_heads == 0,
-              "unpermute_qk_rows: ", gguf_rows.size(0), " rows do not split into ", num_heads,
-              " heads");
+              "unpermute_qk_rows: ", gguf_rows.size(0), " rows do not split into ", num_heads, " heads");
   const int64_t head_dim = gguf_rows.size(0) / num_heads;
   TORCH_CHECK(head_dim % 2 == 0, "unpermute_qk_rows: odd head_dim ", head_dim);
   // [num_heads, head_dim / 2, 2, rest...] -> [num_heads, 2, head_dim / 2, rest...]

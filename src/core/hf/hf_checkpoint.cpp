@@ -28,9 +28,7 @@ bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-bool starts_with(const std::string& s, const std::string& prefix) {
-  return s.compare(0, prefix.size(), prefix) == 0;
-}
+bool starts_with(const std::string& s, const std::string& prefix) { return s.compare(0, prefix.size(), prefix) == 0; }
 
 std::string shape_string(const std::vector<int64_t>& s) {
   std::string out = "[";
@@ -152,9 +150,8 @@ void HfCheckpoint::add_tensor(const SafetensorsFile& file, const std::string& st
   }
   auto [it, inserted] = entries_.emplace(*name, e);
   if (!inserted) {
-    throw LoadError(file.path() + ": tensor '" + stored_name + "' duplicates '" +
-                    it->second.stored_name + "' in " + it->second.file->path() + " (both are '" +
-                    *name + "')");
+    throw LoadError(file.path() + ": tensor '" + stored_name + "' duplicates '" + it->second.stored_name + "' in " +
+                    it->second.file->path() + " (both are '" + *name + "')");
   }
   order_.push_back(*name);
 }
@@ -180,11 +177,11 @@ at::Tensor HfCheckpoint::load(const std::string& name, ShardSlice slice) const {
     at::Tensor t = e.file->load(e.stored_name).to(at::kFloat);
     return e.conv1d ? t.t().contiguous() : t;
   }
-  if (slice.dim > 1 || slice.dim >= rank || slice.start < 0 || slice.length < 0 ||
-      slice.start > s[slice.dim] || slice.length > s[slice.dim] - slice.start) {
-    throw LoadError(e.file->path() + ": tensor '" + name + "' of shape " + shape_string(s) +
-                    ": slice dim " + std::to_string(slice.dim) + " [" + std::to_string(slice.start) +
-                    ", +" + std::to_string(slice.length) + ") is out of range");
+  if (slice.dim > 1 || slice.dim >= rank || slice.start < 0 || slice.length < 0 || slice.start > s[slice.dim] ||
+      slice.length > s[slice.dim] - slice.start) {
+    throw LoadError(e.file->path() + ": tensor '" + name + "' of shape " + shape_string(s) + ": slice dim " +
+                    std::to_string(slice.dim) + " [" + std::to_string(slice.start) + ", +" +
+                    std::to_string(slice.length) + ") is out of range");
   }
   if (e.conv1d) {
     // Rows of the served [out, in] are columns of the stored [in, out].

@@ -31,9 +31,7 @@ class Fields {
     if (v == nullptr) throw LoadError(what_ + ": missing field '" + key + "'");
     return to_int(*v, key);
   }
-  int64_t integer(const std::string& key, int64_t fallback) const {
-    return has(key) ? integer(key) : fallback;
-  }
+  int64_t integer(const std::string& key, int64_t fallback) const { return has(key) ? integer(key) : fallback; }
   double number(const std::string& key, double fallback) const {
     const json* v = get(key);
     if (v == nullptr) return fallback;
@@ -84,24 +82,87 @@ class Fields {
 // Keys of every Hugging Face config that do not change a forward pass
 // (training, generation defaults, bookkeeping).
 const std::set<std::string>& harmless_keys() {
-  static const std::set<std::string> k = {
-      "_name_or_path", "architectures", "model_type", "torch_dtype", "transformers_version", "use_cache",
-      "initializer_range", "pad_token_id", "bos_token_id", "eos_token_id", "sep_token_id",
-      "decoder_start_token_id", "attention_dropout", "hidden_dropout", "classifier_dropout", "resid_pdrop",
-      "embd_pdrop", "attn_pdrop", "output_attentions", "output_hidden_states", "return_dict", "id2label",
-      "label2id", "is_decoder", "is_encoder_decoder", "add_cross_attention", "tie_encoder_decoder",
-      "torchscript", "pruned_heads", "chunk_size_feed_forward", "problem_type", "tokenizer_class", "prefix",
-      "task_specific_params", "finetuning_task", "cross_attention_hidden_size", "use_bfloat16",
-      "tf_legacy_loss", "bad_words_ids", "begin_suppress_tokens", "diversity_penalty", "do_sample",
-      "early_stopping", "encoder_no_repeat_ngram_size", "exponential_decay_length_penalty",
-      "forced_bos_token_id", "forced_eos_token_id", "length_penalty", "max_length", "min_length",
-      "no_repeat_ngram_size", "num_beam_groups", "num_beams", "num_return_sequences", "output_scores",
-      "remove_invalid_values", "repetition_penalty", "suppress_tokens", "temperature", "top_k", "top_p",
-      "typical_p", "return_dict_in_generate", "cache_implementation", "output_router_logits",
-      "router_aux_loss_coef", "router_jitter_noise", "pretraining_tp", "summary_type", "summary_use_proj",
-      "summary_activation", "summary_proj_to_labels", "summary_first_dropout", "n_ctx",
-      "reorder_and_upcast_attn", "keys_to_ignore_at_inference", "auto_map", "attn_implementation",
-      "transformers.js_config", "unsloth_version", "unsloth_fixed"};
+  static const std::set<std::string> k = {"_name_or_path",
+                                          "architectures",
+                                          "model_type",
+                                          "torch_dtype",
+                                          "transformers_version",
+                                          "use_cache",
+                                          "initializer_range",
+                                          "pad_token_id",
+                                          "bos_token_id",
+                                          "eos_token_id",
+                                          "sep_token_id",
+                                          "decoder_start_token_id",
+                                          "attention_dropout",
+                                          "hidden_dropout",
+                                          "classifier_dropout",
+                                          "resid_pdrop",
+                                          "embd_pdrop",
+                                          "attn_pdrop",
+                                          "output_attentions",
+                                          "output_hidden_states",
+                                          "return_dict",
+                                          "id2label",
+                                          "label2id",
+                                          "is_decoder",
+                                          "is_encoder_decoder",
+                                          "add_cross_attention",
+                                          "tie_encoder_decoder",
+                                          "torchscript",
+                                          "pruned_heads",
+                                          "chunk_size_feed_forward",
+                                          "problem_type",
+                                          "tokenizer_class",
+                                          "prefix",
+                                          "task_specific_params",
+                                          "finetuning_task",
+                                          "cross_attention_hidden_size",
+                                          "use_bfloat16",
+                                          "tf_legacy_loss",
+                                          "bad_words_ids",
+                                          "begin_suppress_tokens",
+                                          "diversity_penalty",
+                                          "do_sample",
+                                          "early_stopping",
+                                          "encoder_no_repeat_ngram_size",
+                                          "exponential_decay_length_penalty",
+                                          "forced_bos_token_id",
+                                          "forced_eos_token_id",
+                                          "length_penalty",
+                                          "max_length",
+                                          "min_length",
+                                          "no_repeat_ngram_size",
+                                          "num_beam_groups",
+                                          "num_beams",
+                                          "num_return_sequences",
+                                          "output_scores",
+                                          "remove_invalid_values",
+                                          "repetition_penalty",
+                                          "suppress_tokens",
+                                          "temperature",
+                                          "top_k",
+                                          "top_p",
+                                          "typical_p",
+                                          "return_dict_in_generate",
+                                          "cache_implementation",
+                                          "output_router_logits",
+                                          "router_aux_loss_coef",
+                                          "router_jitter_noise",
+                                          "pretraining_tp",
+                                          "summary_type",
+                                          "summary_use_proj",
+                                          "summary_activation",
+                                          "summary_proj_to_labels",
+                                          "summary_first_dropout",
+                                          "n_ctx",
+                                          "reorder_and_upcast_attn",
+                                          "keys_to_ignore_at_inference",
+                                          "auto_map",
+                                          "attn_implementation",
+                                          "transformers.js_config",
+                                          "unsloth_version",
+                                          "unsloth_fixed"};
   return k;
 }
 
@@ -156,14 +217,24 @@ class TrackedFields : public Fields {
     used_.insert(key);
     return read();
   }
-  int64_t integer(const std::string& key) { return use(key, [&] { return Fields::integer(key); }); }
-  int64_t integer(const std::string& key, int64_t fb) { return use(key, [&] { return Fields::integer(key, fb); }); }
-  double number(const std::string& key, double fb) { return use(key, [&] { return Fields::number(key, fb); }); }
-  bool boolean(const std::string& key, bool fb) { return use(key, [&] { return Fields::boolean(key, fb); }); }
+  int64_t integer(const std::string& key) {
+    return use(key, [&] { return Fields::integer(key); });
+  }
+  int64_t integer(const std::string& key, int64_t fb) {
+    return use(key, [&] { return Fields::integer(key, fb); });
+  }
+  double number(const std::string& key, double fb) {
+    return use(key, [&] { return Fields::number(key, fb); });
+  }
+  bool boolean(const std::string& key, bool fb) {
+    return use(key, [&] { return Fields::boolean(key, fb); });
+  }
   std::string string(const std::string& key, const std::string& fb) {
     return use(key, [&] { return Fields::string(key, fb); });
   }
-  int64_t token_id(const std::string& key, int64_t fb) { return use(key, [&] { return Fields::token_id(key, fb); }); }
+  int64_t token_id(const std::string& key, int64_t fb) {
+    return use(key, [&] { return Fields::token_id(key, fb); });
+  }
   void mark(const std::string& key) { used_.insert(key); }
   // Throws LoadError naming the first key that is set (not null) and was never read.
   void reject_unused(const std::string& what, const std::string& model_type) const {
@@ -210,7 +281,8 @@ void reject_qwen_window(TrackedFields& f, const std::string& what) {
   f.mark("sliding_window");
   f.mark("max_window_layers");
   if (f.boolean("use_sliding_window", false)) {
-    throw LoadError(what + ": field 'use_sliding_window' = true is not implemented (Qwen's per-layer "
+    throw LoadError(what +
+                    ": field 'use_sliding_window' = true is not implemented (Qwen's per-layer "
                     "sliding window); only use_sliding_window = false is supported");
   }
 }
@@ -226,8 +298,8 @@ ModelConfig config_from_json(const json& j, const std::string& what) {
     c.architecture = model_type == "llama" || model_type == "mistral" || model_type == "qwen2" ? "llama" : model_type;
     read_llama_like(f, c, model_type == "mixtral" ? 1e-5 : 1e-6);
     c.rope_scaling = f.use("rope_scaling", [&] {
-      return read_rope_scaling(f, what, model_type == "llama" ? std::set<std::string>{"llama3"}
-                                                              : std::set<std::string>{});
+      return read_rope_scaling(f, what,
+                               model_type == "llama" ? std::set<std::string>{"llama3"} : std::set<std::string>{});
     });
     // Qwen2 always has q/k/v biases (and no o_proj bias); its config has no flag.
     if (model_type == "qwen2") c.attention_bias = true;
@@ -281,8 +353,8 @@ ModelConfig config_from_json(const json& j, const std::string& what) {
       f.mark("hidden_act");
     }
     c.rope_scaling = f.use("rope_scaling", [&] {
-      return read_rope_scaling(f, what, model_type == "gemma3_text" ? std::set<std::string>{"linear"}
-                                                                    : std::set<std::string>{});
+      return read_rope_scaling(f, what,
+                               model_type == "gemma3_text" ? std::set<std::string>{"linear"} : std::set<std::string>{});
     });
     if (model_type != "gemma") {
       c.query_pre_attn_scalar = f.number("query_pre_attn_scalar", 256);
@@ -291,7 +363,8 @@ ModelConfig config_from_json(const json& j, const std::string& what) {
       c.attn_logit_softcap = f.number("attn_logit_softcapping", g2 ? 50.0 : 0.0);
       if (!g2 && c.attn_logit_softcap != 0.0) {
         // transformers' Gemma 3 (4.51) never passes it to its attention: refuse rather than guess.
-        throw LoadError(what + ": field 'attn_logit_softcapping' is set, but Gemma 3 as transformers implements "
+        throw LoadError(what +
+                        ": field 'attn_logit_softcapping' is set, but Gemma 3 as transformers implements "
                         "it does not apply an attention soft-cap; only null is supported for gemma3_text");
       }
       c.final_logit_softcap = f.number("final_logit_softcapping", g2 ? 30.0 : 0.0);
@@ -376,7 +449,8 @@ ModelConfig config_from_json(const json& j, const std::string& what) {
     c.bos_token_id = f.token_id("bos_token_id", 50256);
     c.eos_token_id = f.token_id("eos_token_id", 50256);
     if (!f.boolean("scale_attn_weights", true) || f.boolean("scale_attn_by_inverse_layer_idx", false)) {
-      throw LoadError(what + ": GPT-2 attention scaling other than 1/sqrt(head_dim) is not implemented "
+      throw LoadError(what +
+                      ": GPT-2 attention scaling other than 1/sqrt(head_dim) is not implemented "
                       "(scale_attn_weights / scale_attn_by_inverse_layer_idx)");
     }
   } else {

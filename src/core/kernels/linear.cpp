@@ -78,14 +78,15 @@ double unit_cost_ns(int64_t m, int64_t k, int64_t elem_bytes) {
 // neighbouring rows (nr short streams restarting every tile) read at about a
 // third of the bandwidth on the reference machine.
 template <typename T>
-void run_columns(const TileSet& tiles, const T* x, const T* w, const T* bias, T* out, int64_t M, int64_t N,
-                 int64_t K, int64_t n_begin, int64_t n_end, int64_t w_row0 = 0) {
+void run_columns(const TileSet& tiles, const T* x, const T* w, const T* bias, T* out, int64_t M, int64_t N, int64_t K,
+                 int64_t n_begin, int64_t n_end, int64_t w_row0 = 0) {
   // One tile of x rows covers all of M when M <= max_mr (decode): then w is
   // streamed exactly once and blocking it buys nothing.
-  const int64_t block = M <= tiles.max_mr
-                            ? n_end - n_begin
-                            : std::max<int64_t>(kRowsPerUnit, kWeightBlockBytes / std::max<int64_t>(1, K * int64_t(sizeof(T))) /
-                                                                  kRowsPerUnit * kRowsPerUnit);
+  const int64_t block =
+      M <= tiles.max_mr
+          ? n_end - n_begin
+          : std::max<int64_t>(kRowsPerUnit, kWeightBlockBytes / std::max<int64_t>(1, K * int64_t(sizeof(T))) /
+                                                kRowsPerUnit * kRowsPerUnit);
   const void* xr[TileSet::kMaxRows];
   const void* wr[TileSet::kMaxRows];
   int64_t col[TileSet::kMaxRows];
@@ -178,9 +179,12 @@ const TileSet* linear_tiles(LinearPath path, at::ScalarType dtype) { return tile
 
 const char* linear_path_name(LinearPath path) {
   switch (path) {
-    case LinearPath::Scalar: return "scalar";
-    case LinearPath::Avx2: return "avx2";
-    case LinearPath::Avx512: return "avx512";
+    case LinearPath::Scalar:
+      return "scalar";
+    case LinearPath::Avx2:
+      return "avx2";
+    case LinearPath::Avx512:
+      return "avx512";
   }
   return "?";
 }
@@ -214,8 +218,8 @@ bool linear_uses_kernel(const at::Tensor& x, const at::Tensor& w, const at::Tens
 at::Tensor linear_on_path(LinearPath path, const at::Tensor& x, const at::Tensor& w, const at::Tensor& bias) {
   TORCH_CHECK(linear_uses_kernel(x, w, bias), "kernels::linear_on_path: arguments the kernel does not take");
   const TileSet* tiles = tiles_for(path, x.scalar_type());
-  TORCH_CHECK(tiles != nullptr, "kernels::linear_on_path: path ", linear_path_name(path),
-              " is not available for ", x.scalar_type(), " on this CPU");
+  TORCH_CHECK(tiles != nullptr, "kernels::linear_on_path: path ", linear_path_name(path), " is not available for ",
+              x.scalar_type(), " on this CPU");
   return run_kernel(*tiles, x, w, bias);
 }
 

@@ -24,11 +24,11 @@ struct TileArgs {
   // When not 0, the tile asks for the memory this many bytes past each w
   // address it reads (w streamed from memory); it never changes the result.
   int64_t prefetch = 0;
-  void* out = nullptr;            // output element (first x row, column 0); rows ldo elements apart
+  void* out = nullptr;  // output element (first x row, column 0); rows ldo elements apart
   int64_t ldo = 0;
-  const int64_t* col = nullptr;   // [nr] output column of each w row
-  int nr_store = 0;               // columns stored: the first nr_store (later ones are repeats)
-  const float* bias = nullptr;    // [nr] bias of each column, or nullptr for none
+  const int64_t* col = nullptr;  // [nr] output column of each w row
+  int nr_store = 0;              // columns stored: the first nr_store (later ones are repeats)
+  const float* bias = nullptr;   // [nr] bias of each column, or nullptr for none
 };
 
 // out[i, col[j]] = round(sum_k x[i][k] * w[j][k] (+ bias[j])), the sum in the
@@ -36,7 +36,7 @@ struct TileArgs {
 using TileFn = void (*)(const TileArgs& args);
 
 struct TileKernel {
-  int nr = 0;             // w rows per call
+  int nr = 0;  // w rows per call
   TileFn fn = nullptr;
 };
 

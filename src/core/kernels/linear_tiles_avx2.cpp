@@ -34,9 +34,7 @@ NNSIGHT_AVX2 inline __m256i lane_mask(int64_t n) {
 struct F32 {
   using T = float;
   NNSIGHT_AVX2 static inline __m256 load(const float* p) { return _mm256_loadu_ps(p); }
-  NNSIGHT_AVX2 static inline __m256 load_part(const float* p, int64_t n) {
-    return _mm256_maskload_ps(p, lane_mask(n));
-  }
+  NNSIGHT_AVX2 static inline __m256 load_part(const float* p, int64_t n) { return _mm256_maskload_ps(p, lane_mask(n)); }
 };
 
 struct BF16 {

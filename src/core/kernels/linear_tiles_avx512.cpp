@@ -103,8 +103,7 @@ NNSIGHT_AVX512_BF16 void tile_bf16(const TileArgs& a) {
     for (int i = 0; i < MR; ++i) {
       const __m512i xk = _mm512_loadu_si512(x[i] + k);
 #pragma GCC unroll 8
-      for (int j = 0; j < NR; ++j)
-        acc[i * NR + j] = _mm512_dpbf16_ps(acc[i * NR + j], (__m512bh)xk, (__m512bh)wk[j]);
+      for (int j = 0; j < NR; ++j) acc[i * NR + j] = _mm512_dpbf16_ps(acc[i * NR + j], (__m512bh)xk, (__m512bh)wk[j]);
     }
   }
   if (full < K) {
@@ -116,8 +115,7 @@ NNSIGHT_AVX512_BF16 void tile_bf16(const TileArgs& a) {
     for (int i = 0; i < MR; ++i) {
       const __m512i xk = _mm512_maskz_loadu_epi16(m, x[i] + full);
 #pragma GCC unroll 8
-      for (int j = 0; j < NR; ++j)
-        acc[i * NR + j] = _mm512_dpbf16_ps(acc[i * NR + j], (__m512bh)xk, (__m512bh)wk[j]);
+      for (int j = 0; j < NR; ++j) acc[i * NR + j] = _mm512_dpbf16_ps(acc[i * NR + j], (__m512bh)xk, (__m512bh)wk[j]);
     }
   }
   StoreBF16::all<MR * NR, NR>(acc, a);

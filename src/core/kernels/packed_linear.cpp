@@ -129,8 +129,7 @@ void run(PackedPath path, const float* x, const PackedMatrix& w, const float* bi
   TORCH_CHECK(tiles != nullptr, "packed_linear: no float32 tiles");
   const int64_t N = w.rows;
   const int64_t units = (N + kRowsPerUnit - 1) / kRowsPerUnit;
-  const int64_t grain =
-      std::max<int64_t>(1, static_cast<int64_t>(std::ceil(kMinThreadWorkNs / unit_cost_ns(M, w))));
+  const int64_t grain = std::max<int64_t>(1, static_cast<int64_t>(std::ceil(kMinThreadWorkNs / unit_cost_ns(M, w))));
   at::parallel_for(0, units, grain, [&](int64_t u0, int64_t u1) {
     const int64_t n0 = u0 * kRowsPerUnit, n1 = std::min(u1 * kRowsPerUnit, N);
     if (fused) {
@@ -152,7 +151,8 @@ int64_t packed_fused_max_rows() { return fused_kernels(PackedType::Q4_0) != null
 
 at::Tensor packed_linear_on_path(PackedPath path, const at::Tensor& x, const PackedMatrix& w, const at::Tensor& bias) {
   TORCH_CHECK(packed_path_available(path), "packed_linear: the fused path needs AVX-512 (F, BW, VL)");
-  TORCH_CHECK(x.defined() && x.device().is_cpu() && x.layout() == at::kStrided, "packed_linear: x must be a CPU tensor");
+  TORCH_CHECK(x.defined() && x.device().is_cpu() && x.layout() == at::kStrided,
+              "packed_linear: x must be a CPU tensor");
   TORCH_CHECK(x.scalar_type() == at::kFloat || x.scalar_type() == at::kBFloat16,
               "packed_linear: x must be float32 or bfloat16, got ", x.scalar_type());
   TORCH_CHECK(x.dim() >= 1 && x.size(-1) == w.cols, "packed_linear: x's last dimension ", x.size(-1),
@@ -186,7 +186,8 @@ at::Tensor packed_linear(const at::Tensor& x, const PackedMatrix& w, const at::T
 }
 
 at::Tensor packed_embedding(const PackedMatrix& w, const at::Tensor& ids, at::ScalarType dtype) {
-  TORCH_CHECK(ids.scalar_type() == at::kLong && ids.device().is_cpu(), "packed_embedding: ids must be int64 on the CPU");
+  TORCH_CHECK(ids.scalar_type() == at::kLong && ids.device().is_cpu(),
+              "packed_embedding: ids must be int64 on the CPU");
   at::Tensor flat = ids.reshape({-1}).contiguous();  // [T]
   const int64_t T = flat.numel(), K = w.cols;
   const int64_t* id = flat.data_ptr<int64_t>();

@@ -39,8 +39,8 @@ namespace {
 using avx512::StoreF32;
 
 NNSIGHT_AVX512_INLINE __m512 iota_ps(float start) {
-  return _mm512_add_ps(_mm512_set1_ps(start),
-                       _mm512_setr_ps(0.f, 1.f, 2.f, 3.f, 4.f, 5.f, 6.f, 7.f, 8.f, 9.f, 10.f, 11.f, 12.f, 13.f, 14.f, 15.f));
+  return _mm512_add_ps(_mm512_set1_ps(start), _mm512_setr_ps(0.f, 1.f, 2.f, 3.f, 4.f, 5.f, 6.f, 7.f, 8.f, 9.f, 10.f,
+                                                             11.f, 12.f, 13.f, 14.f, 15.f));
 }
 
 // The f16 at p, as float in every lane.
@@ -299,14 +299,22 @@ const PackedKernels* avx512_packed_kernels(PackedType type) {
                              q5_1 = make_kernels<Q5_1>(), q8_0 = make_kernels<Q8_0>(), q4_k = make_kernels<Q4_K>(),
                              q5_k = make_kernels<Q5_K>(), q6_k = make_kernels<Q6_K>();
   switch (type) {
-    case PackedType::Q4_0: return &q4_0;
-    case PackedType::Q4_1: return &q4_1;
-    case PackedType::Q5_0: return &q5_0;
-    case PackedType::Q5_1: return &q5_1;
-    case PackedType::Q8_0: return &q8_0;
-    case PackedType::Q4_K: return &q4_k;
-    case PackedType::Q5_K: return &q5_k;
-    case PackedType::Q6_K: return &q6_k;
+    case PackedType::Q4_0:
+      return &q4_0;
+    case PackedType::Q4_1:
+      return &q4_1;
+    case PackedType::Q5_0:
+      return &q5_0;
+    case PackedType::Q5_1:
+      return &q5_1;
+    case PackedType::Q8_0:
+      return &q8_0;
+    case PackedType::Q4_K:
+      return &q4_k;
+    case PackedType::Q5_K:
+      return &q5_k;
+    case PackedType::Q6_K:
+      return &q6_k;
   }
   return nullptr;
 }

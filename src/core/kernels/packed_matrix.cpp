@@ -23,29 +23,45 @@ constexpr PackedTypeTraits kQ6_K{"Q6_K", 256, 210};
 
 bool is_packed_type(uint32_t id) {
   switch (id) {
-    case 2: case 3: case 6: case 7: case 8: case 12: case 13: case 14: return true;
-    default: return false;
+    case 2:
+    case 3:
+    case 6:
+    case 7:
+    case 8:
+    case 12:
+    case 13:
+    case 14:
+      return true;
+    default:
+      return false;
   }
 }
 
 const PackedTypeTraits& packed_traits(PackedType type) {
   switch (type) {
-    case PackedType::Q4_0: return kQ4_0;
-    case PackedType::Q4_1: return kQ4_1;
-    case PackedType::Q5_0: return kQ5_0;
-    case PackedType::Q5_1: return kQ5_1;
-    case PackedType::Q8_0: return kQ8_0;
-    case PackedType::Q4_K: return kQ4_K;
-    case PackedType::Q5_K: return kQ5_K;
-    case PackedType::Q6_K: return kQ6_K;
+    case PackedType::Q4_0:
+      return kQ4_0;
+    case PackedType::Q4_1:
+      return kQ4_1;
+    case PackedType::Q5_0:
+      return kQ5_0;
+    case PackedType::Q5_1:
+      return kQ5_1;
+    case PackedType::Q8_0:
+      return kQ8_0;
+    case PackedType::Q4_K:
+      return kQ4_K;
+    case PackedType::Q5_K:
+      return kQ5_K;
+    case PackedType::Q6_K:
+      return kQ6_K;
   }
   TORCH_CHECK(false, "packed_traits: unknown PackedType ", static_cast<uint32_t>(type));
 }
 
 const std::vector<PackedType>& all_packed_types() {
-  static const std::vector<PackedType> all = {PackedType::Q4_0, PackedType::Q4_1, PackedType::Q5_0,
-                                              PackedType::Q5_1, PackedType::Q8_0, PackedType::Q4_K,
-                                              PackedType::Q5_K, PackedType::Q6_K};
+  static const std::vector<PackedType> all = {PackedType::Q4_0, PackedType::Q4_1, PackedType::Q5_0, PackedType::Q5_1,
+                                              PackedType::Q8_0, PackedType::Q4_K, PackedType::Q5_K, PackedType::Q6_K};
   return all;
 }
 
@@ -55,8 +71,8 @@ int64_t PackedMatrix::row_bytes() const {
 }
 
 PackedMatrix PackedMatrix::narrow_rows(int64_t start, int64_t length) const {
-  TORCH_CHECK(start >= 0 && length >= 0 && start + length <= rows, "PackedMatrix::narrow_rows: [", start, ", +",
-              length, ") outside ", rows, " rows");
+  TORCH_CHECK(start >= 0 && length >= 0 && start + length <= rows, "PackedMatrix::narrow_rows: [", start, ", +", length,
+              ") outside ", rows, " rows");
   PackedMatrix m = *this;
   m.rows = length;
   if (row_index.empty()) {
@@ -69,10 +85,10 @@ PackedMatrix PackedMatrix::narrow_rows(int64_t start, int64_t length) const {
 
 PackedMatrix PackedMatrix::narrow_cols(int64_t start, int64_t length) const {
   const PackedTypeTraits& t = packed_traits(type);
-  TORCH_CHECK(start >= 0 && length >= 0 && start + length <= cols && start % t.block_size == 0 &&
-                  length % t.block_size == 0,
-              "PackedMatrix::narrow_cols: [", start, ", +", length, ") of ", cols, " columns is not whole ",
-              t.name, " blocks of ", t.block_size);
+  TORCH_CHECK(
+      start >= 0 && length >= 0 && start + length <= cols && start % t.block_size == 0 && length % t.block_size == 0,
+      "PackedMatrix::narrow_cols: [", start, ", +", length, ") of ", cols, " columns is not whole ", t.name,
+      " blocks of ", t.block_size);
   PackedMatrix m = *this;
   m.cols = length;
   m.data = data + start / t.block_size * t.block_bytes;
@@ -120,14 +136,22 @@ void decode_packed_reference(PackedType type, const uint8_t* src, float* dst, in
   TORCH_CHECK(n % t.block_size == 0, "decode_packed_reference: ", n, " is not whole ", t.name, " blocks");
   const int64_t nblocks = n / t.block_size;
   switch (type) {
-    case PackedType::Q4_0: return detail::decode_q4_0(src, dst, nblocks);
-    case PackedType::Q4_1: return detail::decode_q4_1(src, dst, nblocks);
-    case PackedType::Q5_0: return detail::decode_q5_0(src, dst, nblocks);
-    case PackedType::Q5_1: return detail::decode_q5_1(src, dst, nblocks);
-    case PackedType::Q8_0: return detail::decode_q8_0(src, dst, nblocks);
-    case PackedType::Q4_K: return detail::decode_q4_k(src, dst, nblocks);
-    case PackedType::Q5_K: return detail::decode_q5_k(src, dst, nblocks);
-    case PackedType::Q6_K: return detail::decode_q6_k(src, dst, nblocks);
+    case PackedType::Q4_0:
+      return detail::decode_q4_0(src, dst, nblocks);
+    case PackedType::Q4_1:
+      return detail::decode_q4_1(src, dst, nblocks);
+    case PackedType::Q5_0:
+      return detail::decode_q5_0(src, dst, nblocks);
+    case PackedType::Q5_1:
+      return detail::decode_q5_1(src, dst, nblocks);
+    case PackedType::Q8_0:
+      return detail::decode_q8_0(src, dst, nblocks);
+    case PackedType::Q4_K:
+      return detail::decode_q4_k(src, dst, nblocks);
+    case PackedType::Q5_K:
+      return detail::decode_q5_k(src, dst, nblocks);
+    case PackedType::Q6_K:
+      return detail::decode_q6_k(src, dst, nblocks);
   }
 }
 

@@ -47,10 +47,10 @@ const std::vector<PackedType>& all_packed_types();
 struct PackedMatrix {
   PackedType type = PackedType::Q8_0;
   int64_t rows = 0;
-  int64_t cols = 0;          // a multiple of the type's block size
+  int64_t cols = 0;  // a multiple of the type's block size
   const uint8_t* data = nullptr;
-  int64_t row_stride = 0;    // bytes between consecutive physical rows
-  std::vector<int64_t> row_index;  // [rows] physical row of each logical row; empty = identity
+  int64_t row_stride = 0;             // bytes between consecutive physical rows
+  std::vector<int64_t> row_index;     // [rows] physical row of each logical row; empty = identity
   std::shared_ptr<const void> owner;  // keeps `data` alive (the file mapping, or a buffer)
 
   const uint8_t* row(int64_t r) const { return data + (row_index.empty() ? r : row_index[r]) * row_stride; }

@@ -14,8 +14,7 @@
 
 namespace nnsight::kernels {
 
-void write_kv(KVCache& cache, const at::Tensor& k, const at::Tensor& v,
-              const batching::BatchMeta& meta) {
+void write_kv(KVCache& cache, const at::Tensor& k, const at::Tensor& v, const batching::BatchMeta& meta) {
   const int64_t kvh = cache.num_kv_heads(), d = cache.head_dim();
   // [num_blocks * block_size, kv_heads, head_dim] views of the cache.
   cache.key.view({-1, kvh, d}).index_copy_(0, meta.slot_mapping, k.to(cache.key.dtype()));
@@ -34,8 +33,8 @@ constexpr bool kVectorRows = std::is_same_v<scalar_t, float> || std::is_same_v<s
 // the row's own keys (positions 0..p in order), so a token's output does not
 // depend on which other sequences or tokens share the batch.
 template <typename scalar_t>
-void attention_cpu(const at::Tensor& q, const KVCache& cache, const batching::BatchMeta& meta,
-                   float scale, const AttentionOptions& opt, at::Tensor& out) {
+void attention_cpu(const at::Tensor& q, const KVCache& cache, const batching::BatchMeta& meta, float scale,
+                   const AttentionOptions& opt, at::Tensor& out) {
   const int64_t window = opt.sliding_window;
   const float cap = static_cast<float>(opt.logit_softcap);
   const int64_t num_heads = q.size(1), d = q.size(2);
@@ -121,8 +120,7 @@ void attention_cpu(const at::Tensor& q, const KVCache& cache, const batching::Ba
 
 }  // namespace
 
-at::Tensor paged_attention(const at::Tensor& q, const KVCache& cache,
-                           const batching::BatchMeta& meta, double scale,
+at::Tensor paged_attention(const at::Tensor& q, const KVCache& cache, const batching::BatchMeta& meta, double scale,
                            const AttentionOptions& options) {
   TORCH_CHECK(q.dim() == 3, "paged_attention: q must be [tokens, heads, head_dim]");
   TORCH_CHECK(q.size(1) % cache.num_kv_heads() == 0, "paged_attention: heads not a multiple of kv heads");
@@ -136,14 +134,13 @@ at::Tensor paged_attention(const at::Tensor& q, const KVCache& cache,
   return out.to(q.dtype());
 }
 
-at::Tensor paged_attention_generic(const at::Tensor& q, const KVCache& cache,
-                                   const batching::BatchMeta& meta, double scale,
-                                   const AttentionOptions& options) {
+at::Tensor paged_attention_generic(const at::Tensor& q, const KVCache& cache, const batching::BatchMeta& meta,
+                                   double scale, const AttentionOptions& options) {
   const int64_t num_heads = q.size(1), d = q.size(2);
   const int64_t kvh = cache.num_kv_heads(), bs = cache.block_size();
   const int64_t group = num_heads / kvh;
   at::Tensor out = at::empty_like(q);
-  at::Tensor flat_k = cache.key.view({-1, kvh, d});    // [slots, kv_heads, head_dim]
+  at::Tensor flat_k = cache.key.view({-1, kvh, d});  // [slots, kv_heads, head_dim]
   at::Tensor flat_v = cache.value.view({-1, kvh, d});
   auto long_opts = at::TensorOptions().dtype(at::kLong).device(q.device());
   for (int64_t s = 0; s < meta.num_seqs; ++s) {
@@ -152,26 +149,26 @@ at::Tensor paged_attention_generic(const at::Tensor& q, const KVCache& cache,
     const int64_t context = meta.context_lens_host[s];
     if (q_len == 0) continue;
     const int64_t cached = context - q_len;
-    at::Tensor pos = at::arange(context, long_opts);                    // [context]
+    at::Tensor pos = at::arange(context, long_opts);  // [context]
     at::Tensor blocks = meta.block_tables[s].to(at::kLong).index_select(0, pos.div(bs, "floor"));
     at::Tensor slots = blocks * bs + pos.remainder(bs);
-    at::Tensor k = flat_k.index_select(0, slots).to(q.dtype());          // [context, kv_heads, d]
+    at::Tensor k = flat_k.index_select(0, slots).to(q.dtype());  // [context, kv_heads, d]
     at::Tensor v = flat_v.index_select(0, slots).to(q.dtype());
     if (group > 1) {
-      k = k.repeat_interleave(group, 1);                                  // [context, heads, d]
+      k = k.repeat_interleave(group, 1);  // [context, heads, d]
       v = v.repeat_interleave(group, 1);
     }
-    at::Tensor qs = q.narrow(0, q_begin, q_len).transpose(0, 1);          // [heads, q_len, d]
+    at::Tensor qs = q.narrow(0, q_begin, q_len).transpose(0, 1);  // [heads, q_len, d]
     at::Tensor scores = at::matmul(qs.to(at::kFloat), k.permute({1, 2, 0}).to(at::kFloat)) * scale;
     if (options.logit_softcap > 0) scores = at::tanh(scores / options.logit_softcap) * options.logit_softcap;
     // Causal mask: query i (position cached + i) sees keys [0, cached + i]
     // (with a window W: [cached + i - W + 1, cached + i]).
     at::Tensor qpos = at::arange(q_len, long_opts).unsqueeze(1) + cached;  // [q_len, 1]
-    at::Tensor masked = pos.unsqueeze(0) > qpos;                            // [q_len, context]
+    at::Tensor masked = pos.unsqueeze(0) > qpos;                           // [q_len, context]
     if (options.sliding_window > 0) masked = masked.logical_or(pos.unsqueeze(0) <= qpos - options.sliding_window);
     scores.masked_fill_(masked, -std::numeric_limits<float>::infinity());
-    at::Tensor probs = at::softmax(scores, -1);                           // [heads, q_len, context]
-    at::Tensor o = at::matmul(probs, v.transpose(0, 1).to(at::kFloat));   // [heads, q_len, d]
+    at::Tensor probs = at::softmax(scores, -1);                          // [heads, q_len, context]
+    at::Tensor o = at::matmul(probs, v.transpose(0, 1).to(at::kFloat));  // [heads, q_len, d]
     out.narrow(0, q_begin, q_len).copy_(o.transpose(0, 1));
   }
   return out;

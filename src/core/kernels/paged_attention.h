@@ -23,20 +23,17 @@ struct AttentionOptions {
 
 // Stores this step's keys and values at meta.slot_mapping.
 //   k, v: [num_tokens, num_kv_heads, head_dim]
-void write_kv(KVCache& cache, const at::Tensor& k, const at::Tensor& v,
-              const batching::BatchMeta& meta);
+void write_kv(KVCache& cache, const at::Tensor& k, const at::Tensor& v, const batching::BatchMeta& meta);
 
 // q: [num_tokens, num_heads, head_dim] -> [num_tokens, num_heads, head_dim].
 // The cache must already hold this step's keys and values (write_kv).
 // Dispatches to a fused CPU kernel, or to the device-generic path elsewhere.
-at::Tensor paged_attention(const at::Tensor& q, const KVCache& cache,
-                           const batching::BatchMeta& meta, double scale,
+at::Tensor paged_attention(const at::Tensor& q, const KVCache& cache, const batching::BatchMeta& meta, double scale,
                            const AttentionOptions& options = {});
 
 // Device-generic implementation from ATen ops (one gather + matmul per
 // sequence). Used on CUDA and as a cross-check of the CPU kernel in tests.
-at::Tensor paged_attention_generic(const at::Tensor& q, const KVCache& cache,
-                                   const batching::BatchMeta& meta, double scale,
-                                   const AttentionOptions& options = {});
+at::Tensor paged_attention_generic(const at::Tensor& q, const KVCache& cache, const batching::BatchMeta& meta,
+                                   double scale, const AttentionOptions& options = {});
 
 }  // namespace nnsight::kernels

@@ -42,9 +42,8 @@ at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps) {
   if (x.device().is_cpu() && x.scalar_type() == weight.scalar_type()) {
     at::Tensor xc = x.contiguous();
     at::Tensor out = at::empty_like(xc);
-    AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, xc.scalar_type(), "rms_norm", [&] {
-      rms_norm_cpu<scalar_t>(xc, weight.contiguous(), eps, out);
-    });
+    AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, xc.scalar_type(), "rms_norm",
+                                    [&] { rms_norm_cpu<scalar_t>(xc, weight.contiguous(), eps, out); });
     return out;
   }
   at::Tensor xf = x.to(at::kFloat);

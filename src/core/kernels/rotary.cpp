@@ -25,8 +25,8 @@ at::Tensor scale_llama3(const at::Tensor& inv_freq, const RopeScaling& sc) {
     if (wavelen > low_wavelen) {
       f[i] = static_cast<float>(freq / sc.factor);
     } else {
-      const double smooth = (sc.original_max_position / wavelen - sc.low_freq_factor) /
-                            (sc.high_freq_factor - sc.low_freq_factor);
+      const double smooth =
+          (sc.original_max_position / wavelen - sc.low_freq_factor) / (sc.high_freq_factor - sc.low_freq_factor);
       f[i] = static_cast<float>((1.0 - smooth) * freq / sc.factor + smooth * freq);
     }
   }
@@ -34,8 +34,7 @@ at::Tensor scale_llama3(const at::Tensor& inv_freq, const RopeScaling& sc) {
 }
 
 template <typename scalar_t>
-void rotate_cpu(at::Tensor& x, int64_t rot, const at::Tensor& positions, const at::Tensor& cos,
-                const at::Tensor& sin) {
+void rotate_cpu(at::Tensor& x, int64_t rot, const at::Tensor& positions, const at::Tensor& cos, const at::Tensor& sin) {
   const int64_t tokens = x.size(0), heads = x.size(1), d = x.size(2), half = rot / 2;
   scalar_t* xp = x.data_ptr<scalar_t>();
   const int64_t* pos = positions.data_ptr<int64_t>();
@@ -60,8 +59,7 @@ void rotate_cpu(at::Tensor& x, int64_t rot, const at::Tensor& positions, const a
 
 }  // namespace
 
-RotaryEmbedding::RotaryEmbedding(int64_t head_dim, int64_t max_position, double theta,
-                                 const RopeScaling& scaling)
+RotaryEmbedding::RotaryEmbedding(int64_t head_dim, int64_t max_position, double theta, const RopeScaling& scaling)
     : head_dim_(head_dim), max_position_(max_position) {
   TORCH_CHECK(head_dim % 2 == 0 && head_dim > 0, "RotaryEmbedding: head_dim must be even");
   TORCH_CHECK(max_position > 0, "RotaryEmbedding: max_position must be positive");
@@ -80,8 +78,8 @@ RotaryEmbedding::RotaryEmbedding(int64_t head_dim, int64_t max_position, double 
     at::Tensor long_inv = 1.0 / (at::tensor(scaling.long_factor, at::kDouble).to(at::kFloat) * base);
     inv_freq_ = short_inv;
     const int64_t split = std::min(max_position, scaling.original_max_position);
-    at::Tensor freqs = at::cat({at::outer(t.narrow(0, 0, split), short_inv),
-                                at::outer(t.narrow(0, split, max_position - split), long_inv)});
+    at::Tensor freqs = at::cat(
+        {at::outer(t.narrow(0, 0, split), short_inv), at::outer(t.narrow(0, split, max_position - split), long_inv)});
     const double attn = scaling.attention_factor;
     cos_ = (freqs.cos() * attn).contiguous();
     sin_ = (freqs.sin() * attn).contiguous();
@@ -96,12 +94,10 @@ RotaryEmbedding::RotaryEmbedding(int64_t head_dim, int64_t max_position, double 
 }
 
 void RotaryEmbedding::apply_(at::Tensor& x, const at::Tensor& positions) const {
-  TORCH_CHECK(x.dim() == 3 && x.size(2) >= head_dim_, "RotaryEmbedding: x must be [tokens, heads, >= ",
-              head_dim_, "]");
+  TORCH_CHECK(x.dim() == 3 && x.size(2) >= head_dim_, "RotaryEmbedding: x must be [tokens, heads, >= ", head_dim_, "]");
   if (x.device().is_cpu() && x.is_contiguous()) {
-    AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, x.scalar_type(), "rotary", [&] {
-      rotate_cpu<scalar_t>(x, head_dim_, positions, cos_, sin_);
-    });
+    AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, x.scalar_type(), "rotary",
+                                    [&] { rotate_cpu<scalar_t>(x, head_dim_, positions, cos_, sin_); });
     return;
   }
   // Device-generic path.

@@ -21,10 +21,9 @@ struct Dtype {
 };
 
 constexpr Dtype kDtypes[] = {
-    {"F64", at::kDouble, 8}, {"F32", at::kFloat, 4}, {"F16", at::kHalf, 2},
-    {"BF16", at::kBFloat16, 2}, {"I64", at::kLong, 8}, {"I32", at::kInt, 4},
-    {"I16", at::kShort, 2}, {"I8", at::kChar, 1}, {"U8", at::kByte, 1},
-    {"BOOL", at::kBool, 1},
+    {"F64", at::kDouble, 8}, {"F32", at::kFloat, 4}, {"F16", at::kHalf, 2},  {"BF16", at::kBFloat16, 2},
+    {"I64", at::kLong, 8},   {"I32", at::kInt, 4},   {"I16", at::kShort, 2}, {"I8", at::kChar, 1},
+    {"U8", at::kByte, 1},    {"BOOL", at::kBool, 1},
 };
 
 const Dtype* dtype_by_name(const std::string& name) {
@@ -69,10 +68,7 @@ const char* safetensors_dtype_name(at::ScalarType type) {
   return nullptr;
 }
 
-SafetensorsFile::SafetensorsFile(const std::string& path)
-    : file_(std::make_shared<MappedFile>(path)) {
-  parse();
-}
+SafetensorsFile::SafetensorsFile(const std::string& path) : file_(std::make_shared<MappedFile>(path)) { parse(); }
 
 void SafetensorsFile::parse() {
   const std::string& file = path();
@@ -84,8 +80,8 @@ void SafetensorsFile::parse() {
   uint64_t header_len;
   std::memcpy(&header_len, file_->data(), 8);
   if (header_len > size - 8) {
-    throw LoadError(file + ": header length " + std::to_string(header_len) +
-                    " extends past the end of the file (" + std::to_string(size) + " bytes)");
+    throw LoadError(file + ": header length " + std::to_string(header_len) + " extends past the end of the file (" +
+                    std::to_string(size) + " bytes)");
   }
   if (header_len > kMaxHeaderBytes) {
     throw LoadError(file + ": header length " + std::to_string(header_len) + " exceeds the " +
@@ -149,29 +145,24 @@ void SafetensorsFile::parse() {
                       " are not non-negative integers [begin, end] with begin <= end");
     }
     if (t.end > data_size) {
-      throw LoadError(what + ": data_offsets [" + std::to_string(t.begin) + ", " +
-                      std::to_string(t.end) + "] lie outside the data section (" +
-                      std::to_string(data_size) + " bytes)");
+      throw LoadError(what + ": data_offsets [" + std::to_string(t.begin) + ", " + std::to_string(t.end) +
+                      "] lie outside the data section (" + std::to_string(data_size) + " bytes)");
     }
     if (t.end - t.begin != nbytes) {
-      throw LoadError(what + ": data_offsets [" + std::to_string(t.begin) + ", " +
-                      std::to_string(t.end) + "] hold " + std::to_string(t.end - t.begin) +
-                      " bytes but dtype " + t.dtype_name + " with shape " + shape_string(t.shape) +
-                      " needs " + std::to_string(nbytes));
+      throw LoadError(what + ": data_offsets [" + std::to_string(t.begin) + ", " + std::to_string(t.end) + "] hold " +
+                      std::to_string(t.end - t.begin) + " bytes but dtype " + t.dtype_name + " with shape " +
+                      shape_string(t.shape) + " needs " + std::to_string(nbytes));
     }
     tensors_.push_back(std::move(t));
   }
-  std::sort(tensors_.begin(), tensors_.end(),
-            [](const SafetensorsTensorInfo& a, const SafetensorsTensorInfo& b) {
-              return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;
-            });
+  std::sort(tensors_.begin(), tensors_.end(), [](const SafetensorsTensorInfo& a, const SafetensorsTensorInfo& b) {
+    return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;
+  });
   for (size_t i = 0; i < tensors_.size(); ++i) {
     if (i > 0 && tensors_[i - 1].end > tensors_[i].begin && tensors_[i].begin < tensors_[i].end) {
-      throw LoadError(file + ": tensor '" + tensors_[i - 1].name + "' data [" +
-                      std::to_string(tensors_[i - 1].begin) + ", " +
-                      std::to_string(tensors_[i - 1].end) + ") overlaps tensor '" +
-                      tensors_[i].name + "' [" + std::to_string(tensors_[i].begin) + ", " +
-                      std::to_string(tensors_[i].end) + ")");
+      throw LoadError(file + ": tensor '" + tensors_[i - 1].name + "' data [" + std::to_string(tensors_[i - 1].begin) +
+                      ", " + std::to_string(tensors_[i - 1].end) + ") overlaps tensor '" + tensors_[i].name + "' [" +
+                      std::to_string(tensors_[i].begin) + ", " + std::to_string(tensors_[i].end) + ")");
     }
     index_.emplace(tensors_[i].name, i);
   }
@@ -200,20 +191,16 @@ at::Tensor SafetensorsFile::load(const std::string& name) const {
 
 at::Tensor SafetensorsFile::load_rows(const std::string& name, int64_t start, int64_t length) const {
   const SafetensorsTensorInfo& t = info(name);
-  if (t.shape.empty() || start < 0 || length < 0 || start > t.shape[0] ||
-      length > t.shape[0] - start) {
-    throw LoadError(path() + ": tensor '" + name + "' of shape " + shape_string(t.shape) +
-                    ": rows [" + std::to_string(start) + ", +" + std::to_string(length) +
-                    ") are out of range");
+  if (t.shape.empty() || start < 0 || length < 0 || start > t.shape[0] || length > t.shape[0] - start) {
+    throw LoadError(path() + ": tensor '" + name + "' of shape " + shape_string(t.shape) + ": rows [" +
+                    std::to_string(start) + ", +" + std::to_string(length) + ") are out of range");
   }
   std::vector<int64_t> shape = t.shape;
   shape[0] = length;
   at::Tensor out = at::empty(shape, at::TensorOptions().dtype(t.dtype));
-  const uint64_t row_bytes =
-      t.shape[0] == 0 ? 0 : static_cast<uint64_t>(t.numel / t.shape[0]) * element_size(t.dtype);
+  const uint64_t row_bytes = t.shape[0] == 0 ? 0 : static_cast<uint64_t>(t.numel / t.shape[0]) * element_size(t.dtype);
   if (length > 0 && row_bytes > 0) {
-    std::memcpy(out.data_ptr(),
-                file_->data() + data_offset_ + t.begin + static_cast<uint64_t>(start) * row_bytes,
+    std::memcpy(out.data_ptr(), file_->data() + data_offset_ + t.begin + static_cast<uint64_t>(start) * row_bytes,
                 static_cast<size_t>(length) * row_bytes);
   }
   return out;

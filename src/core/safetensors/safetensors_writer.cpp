@@ -27,14 +27,12 @@ struct TempFile {
 };
 
 [[noreturn]] void io_error(const std::string& path, const char* op) {
-  throw Error("write_safetensors: cannot " + std::string(op) + " '" + path + "': " +
-              std::strerror(errno));
+  throw Error("write_safetensors: cannot " + std::string(op) + " '" + path + "': " + std::strerror(errno));
 }
 
 }  // namespace
 
-void write_safetensors(const std::string& path,
-                       const std::vector<std::pair<std::string, at::Tensor>>& tensors,
+void write_safetensors(const std::string& path, const std::vector<std::pair<std::string, at::Tensor>>& tensors,
                        const std::map<std::string, std::string>& metadata) {
   std::vector<at::Tensor> data;  // contiguous CPU copies, in file order
   data.reserve(tensors.size());
@@ -58,9 +56,7 @@ void write_safetensors(const std::string& path,
     }
     at::Tensor t = tensor.detach().to(at::kCPU).contiguous();
     const uint64_t nbytes = static_cast<uint64_t>(t.numel()) * t.element_size();
-    header[name] = {{"dtype", dtype},
-                    {"shape", t.sizes().vec()},
-                    {"data_offsets", {offset, offset + nbytes}}};
+    header[name] = {{"dtype", dtype}, {"shape", t.sizes().vec()}, {"data_offsets", {offset, offset + nbytes}}};
     offset += nbytes;
     data.push_back(std::move(t));
   }
@@ -74,8 +70,8 @@ void write_safetensors(const std::string& path,
   tmp.path = path + ".tmp";
   tmp.f = std::fopen(tmp.path.c_str(), "wb");
   if (tmp.f == nullptr) io_error(tmp.path, "create");
-  bool ok = std::fwrite(&header_len, 8, 1, tmp.f) == 1 &&
-            std::fwrite(text.data(), 1, text.size(), tmp.f) == text.size();
+  bool ok =
+      std::fwrite(&header_len, 8, 1, tmp.f) == 1 && std::fwrite(text.data(), 1, text.size(), tmp.f) == text.size();
   for (const at::Tensor& t : data) {
     const size_t nbytes = static_cast<size_t>(t.numel()) * t.element_size();
     if (ok && nbytes > 0) ok = std::fwrite(t.data_ptr(), 1, nbytes, tmp.f) == nbytes;

@@ -16,8 +16,7 @@ namespace nnsight {
 // BOOL. The file is written beside `path` and renamed into place, so a reader
 // never sees half a file. Throws nnsight::Error for an unsupported dtype, a
 // duplicate or reserved name ("__metadata__"), or an I/O failure.
-void write_safetensors(const std::string& path,
-                       const std::vector<std::pair<std::string, at::Tensor>>& tensors,
+void write_safetensors(const std::string& path, const std::vector<std::pair<std::string, at::Tensor>>& tensors,
                        const std::map<std::string, std::string>& metadata = {});
 
 }  // namespace nnsight

@@ -6,8 +6,7 @@
 
 namespace nnsight {
 
-BpeModel::BpeModel(const std::array<int32_t, 256>& byte_tokens, const std::vector<BpeMerge>& merges,
-                   int32_t unk_id)
+BpeModel::BpeModel(const std::array<int32_t, 256>& byte_tokens, const std::vector<BpeMerge>& merges, int32_t unk_id)
     : byte_tokens_(byte_tokens), unk_id_(unk_id) {
   size_t capacity = 16;
   int bits = 4;
@@ -40,8 +39,7 @@ int32_t BpeModel::rank(int32_t left, int32_t right) const {
   return s ? s->rank : -1;
 }
 
-void BpeModel::encode(std::string_view piece, std::vector<int32_t>& out,
-                      BpeScratch& scratch) const {
+void BpeModel::encode(std::string_view piece, std::vector<int32_t>& out, BpeScratch& scratch) const {
   using Symbol = BpeScratch::Symbol;
   using Candidate = BpeScratch::Candidate;
   const int32_t n = static_cast<int32_t>(piece.size());

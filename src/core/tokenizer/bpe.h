@@ -42,8 +42,7 @@ class BpeModel {
   // has none); merges are in rank order (earlier = applied first). A pair
   // listed twice keeps its first rank. unk_id (or -1) stands for bytes
   // without a token.
-  BpeModel(const std::array<int32_t, 256>& byte_tokens, const std::vector<BpeMerge>& merges,
-           int32_t unk_id);
+  BpeModel(const std::array<int32_t, 256>& byte_tokens, const std::vector<BpeMerge>& merges, int32_t unk_id);
 
   // Appends the tokens of `piece` (non-empty raw bytes) to `out`. Throws
   // nnsight::Error when a byte has no token and there is no unknown token.
@@ -59,9 +58,7 @@ class BpeModel {
     int32_t merged;
   };
   static constexpr uint64_t kEmpty = ~uint64_t{0};
-  static uint64_t key_of(int32_t left, int32_t right) {
-    return (uint64_t(uint32_t(left)) << 32) | uint32_t(right);
-  }
+  static uint64_t key_of(int32_t left, int32_t right) { return (uint64_t(uint32_t(left)) << 32) | uint32_t(right); }
   size_t slot_index(uint64_t key) const { return size_t((key * 0x9E3779B97F4A7C15ull) >> shift_); }
   const Slot* find(int32_t left, int32_t right) const;
 

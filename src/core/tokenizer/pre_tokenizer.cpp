@@ -34,8 +34,7 @@ PreTokenizeStep PreTokenizeStep::split(std::string pattern, SplitBehavior behavi
   return s;
 }
 
-PreTokenizeStep PreTokenizeStep::split_literal(std::string text, SplitBehavior behavior,
-                                               bool invert) {
+PreTokenizeStep PreTokenizeStep::split_literal(std::string text, SplitBehavior behavior, bool invert) {
   PreTokenizeStep s = split(std::move(text), behavior, invert);
   s.literal = true;
   return s;
@@ -71,14 +70,13 @@ PreTokenizer::PreTokenizer(PreTokenizerConfig config) : config_(std::move(config
       const std::string pattern = step.literal ? step.pattern : onig_to_pcre2(step.pattern);
       int err = 0;
       PCRE2_SIZE err_offset = 0;
-      pcre2_code* code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(),
-                                       options, &err, &err_offset, nullptr);
+      pcre2_code* code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(), options, &err,
+                                       &err_offset, nullptr);
       if (code == nullptr) {
         // The offset is into the rewritten pattern when it differs.
         throw LoadError("pre-tokenizer step " + std::to_string(i) + ": pattern '" + step.pattern +
-                        "' does not compile" +
-                        (pattern == step.pattern ? "" : " (as '" + pattern + "')") + " at offset " +
-                        std::to_string(err_offset) + ": " + pcre2_message(err));
+                        "' does not compile" + (pattern == step.pattern ? "" : " (as '" + pattern + "')") +
+                        " at offset " + std::to_string(err_offset) + ": " + pcre2_message(err));
       }
       codes_.push_back(code);
       // JIT is an optimisation only: when unavailable, pcre2_match interprets.
@@ -94,8 +92,7 @@ PreTokenizer::~PreTokenizer() {
   for (pcre2_code* c : codes_) pcre2_code_free(c);
 }
 
-PreTokenizer::PreTokenizer(PreTokenizer&& o) noexcept
-    : config_(std::move(o.config_)), codes_(std::move(o.codes_)) {
+PreTokenizer::PreTokenizer(PreTokenizer&& o) noexcept : config_(std::move(o.config_)), codes_(std::move(o.codes_)) {
   o.codes_.clear();
 }
 
@@ -109,8 +106,7 @@ PreTokenizer& PreTokenizer::operator=(PreTokenizer&& o) noexcept {
   return *this;
 }
 
-void PreTokenizer::split(std::string_view text, std::vector<Piece>& out,
-                         PreTokenizerScratch& scratch) const {
+void PreTokenizer::split(std::string_view text, std::vector<Piece>& out, PreTokenizerScratch& scratch) const {
   // Cut the text into maximal well-formed UTF-8 runs (PCRE2 is told the
   // subject is valid, which also keeps each match O(match) rather than
   // re-validating the whole subject) and ill-formed sequences.
@@ -134,8 +130,8 @@ void PreTokenizer::split(std::string_view text, std::vector<Piece>& out,
   if (text.size() > run_begin) split_valid_run(text, run_begin, text.size(), out, scratch);
 }
 
-void PreTokenizer::split_valid_run(std::string_view text, size_t begin, size_t end,
-                                   std::vector<Piece>& out, PreTokenizerScratch& scratch) const {
+void PreTokenizer::split_valid_run(std::string_view text, size_t begin, size_t end, std::vector<Piece>& out,
+                                   PreTokenizerScratch& scratch) const {
   std::vector<Piece>& cur = scratch.current_;
   std::vector<Piece>& next = scratch.next_;
   cur.clear();
@@ -154,8 +150,8 @@ void PreTokenizer::split_valid_run(std::string_view text, size_t begin, size_t e
   out.insert(out.end(), cur.begin(), cur.end());
 }
 
-void PreTokenizer::apply_split(size_t step_index, std::string_view text, const Piece& piece,
-                               std::vector<Piece>& out, PreTokenizerScratch& scratch) const {
+void PreTokenizer::apply_split(size_t step_index, std::string_view text, const Piece& piece, std::vector<Piece>& out,
+                               PreTokenizerScratch& scratch) const {
   const PreTokenizeStep& step = config_.steps[step_index];
   pcre2_code* code = codes_[step_index];
 
@@ -184,20 +180,17 @@ void PreTokenizer::apply_split(size_t step_index, std::string_view text, const P
         TORCH_CHECK(scratch.big_stack_ && scratch.big_stack_context_, "PCRE2 allocation failed");
         pcre2_jit_stack_assign(scratch.big_stack_context_, nullptr, scratch.big_stack_);
       }
-      rc = pcre2_match(code, s, n, start, PCRE2_NO_UTF_CHECK, scratch.match_data_,
-                       scratch.big_stack_context_);
+      rc = pcre2_match(code, s, n, start, PCRE2_NO_UTF_CHECK, scratch.match_data_, scratch.big_stack_context_);
       if (rc == PCRE2_ERROR_JIT_STACKLIMIT) {
-        rc = pcre2_match(code, s, n, start, PCRE2_NO_UTF_CHECK | PCRE2_NO_JIT, scratch.match_data_,
-                         nullptr);
+        rc = pcre2_match(code, s, n, start, PCRE2_NO_UTF_CHECK | PCRE2_NO_JIT, scratch.match_data_, nullptr);
       }
     }
     if (rc == PCRE2_ERROR_NOMATCH) break;
     // rc == 0 only means the ovector has no room for capture groups; the
     // whole-match pair is still set.
     if (rc < 0) {
-      throw Error("tokenizer: pre-tokenizer pattern '" + step.pattern +
-                  "' failed on input bytes [" + std::to_string(piece.begin) + ", " +
-                  std::to_string(piece.end) + "): " + pcre2_message(rc));
+      throw Error("tokenizer: pre-tokenizer pattern '" + step.pattern + "' failed on input bytes [" +
+                  std::to_string(piece.begin) + ", " + std::to_string(piece.end) + "): " + pcre2_message(rc));
     }
     const PCRE2_SIZE* ov = pcre2_get_ovector_pointer(scratch.match_data_);
     const size_t mb = ov[0], me = ov[1];

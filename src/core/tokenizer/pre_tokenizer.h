@@ -37,13 +37,12 @@ struct PreTokenizeStep {
     kPrefixSpace,  // prepend ' ' to every piece not already starting with one
   };
   Kind kind = Kind::kSplit;
-  std::string pattern;   // regex, Oniguruma dialect (or literal text when `literal`)
-  bool literal = false;  // `pattern` is plain text, not a regex
+  std::string pattern;                                // regex, Oniguruma dialect (or literal text when `literal`)
+  bool literal = false;                               // `pattern` is plain text, not a regex
   SplitBehavior behavior = SplitBehavior::kIsolated;  // fate of the matched text
   bool invert = false;                                // split on what the pattern does NOT match
 
-  static PreTokenizeStep split(std::string pattern,
-                               SplitBehavior behavior = SplitBehavior::kIsolated,
+  static PreTokenizeStep split(std::string pattern, SplitBehavior behavior = SplitBehavior::kIsolated,
                                bool invert = false);
   static PreTokenizeStep split_literal(std::string text, SplitBehavior behavior, bool invert);
   static PreTokenizeStep prefix_space();

@@ -58,8 +58,7 @@ struct Tokenizer::Impl {
   explicit Impl(PreTokenizerConfig pre) : pre_tokenizer(std::move(pre)) {}
 
   std::string_view token_bytes(int32_t id) const {
-    return std::string_view(bytes).substr(offsets[size_t(id)],
-                                          offsets[size_t(id) + 1] - offsets[size_t(id)]);
+    return std::string_view(bytes).substr(offsets[size_t(id)], offsets[size_t(id) + 1] - offsets[size_t(id)]);
   }
   bool is_control(int32_t id) const { return types[size_t(id)] == kTypeControl; }
 
@@ -74,8 +73,7 @@ struct Tokenizer::Impl {
   void encode_ordinary(std::string_view text, std::vector<int32_t>& out, Scratch& s) const;
 };
 
-void Tokenizer::Impl::encode_piece(std::string_view piece, std::vector<int32_t>& out,
-                                   Scratch& s) const {
+void Tokenizer::Impl::encode_piece(std::string_view piece, std::vector<int32_t>& out, Scratch& s) const {
   if (pipeline.ignore_merges) {
     s.piece_bytes.assign(piece.data(), piece.size());
     auto it = id_by_bytes.find(s.piece_bytes);
@@ -106,8 +104,7 @@ void Tokenizer::Impl::encode_piece(std::string_view piece, std::vector<int32_t>&
   cache.emplace(s.piece_bytes, std::move(ids));
 }
 
-void Tokenizer::Impl::encode_ordinary(std::string_view text, std::vector<int32_t>& out,
-                                      Scratch& s) const {
+void Tokenizer::Impl::encode_ordinary(std::string_view text, std::vector<int32_t>& out, Scratch& s) const {
   s.pieces.clear();
   pre_tokenizer.split(text, s.pieces, s.pre);
   std::string with_space;
@@ -143,13 +140,12 @@ void Tokenizer::init(TokenizerSpec spec, TokenizerPipeline pipeline, const std::
   if (n == 0) fail("the vocabulary is empty");
   if (n > size_t(INT32_MAX)) fail("the vocabulary has more than 2^31 - 1 tokens");
   if (!spec.token_types.empty() && spec.token_types.size() != n) {
-    fail("token_types has " + std::to_string(spec.token_types.size()) +
-         " entries but the vocabulary has " + std::to_string(n) + " tokens");
+    fail("token_types has " + std::to_string(spec.token_types.size()) + " entries but the vocabulary has " +
+         std::to_string(n) + " tokens");
   }
   auto check_id = [&](int32_t id, const char* what) {
     if (id < -1 || id >= static_cast<int64_t>(n)) {
-      fail(std::string(what) + " " + std::to_string(id) + " is outside the vocabulary [0, " +
-           std::to_string(n) + ")");
+      fail(std::string(what) + " " + std::to_string(id) + " is outside the vocabulary [0, " + std::to_string(n) + ")");
     }
   };
   check_id(spec.bos_id, "bos_id");
@@ -185,11 +181,9 @@ void Tokenizer::init(TokenizerSpec spec, TokenizerPipeline pipeline, const std::
     const std::string& tok = spec.tokens[i];
     const int32_t type = m->types[i];
     if (type < 0 || type > kMaxTokenType) {
-      fail("token " + std::to_string(i) + " ('" + tok + "') has unknown token type " +
-           std::to_string(type));
+      fail("token " + std::to_string(i) + " ('" + tok + "') has unknown token type " + std::to_string(type));
     }
-    if (!tok.empty())
-      m->id_by_string.emplace(tok, id);  // a spelling listed twice keeps its first id
+    if (!tok.empty()) m->id_by_string.emplace(tok, id);  // a spelling listed twice keeps its first id
     if (type == kTypeControl || type == kTypeUserDefined) {
       // Special tokens stand for their own text, not byte-level spellings.
       m->bytes += tok;
@@ -210,8 +204,8 @@ void Tokenizer::init(TokenizerSpec spec, TokenizerPipeline pipeline, const std::
   std::array<int32_t, 256> byte_tokens;
   for (int b = 0; b < 256; ++b) {
     auto it = m->id_by_string.find(utf8_encode(byte_level_code_point(uint8_t(b))));
-    const bool ordinary = it != m->id_by_string.end() && !m->is_control(it->second) &&
-                          m->types[size_t(it->second)] != kTypeUserDefined;
+    const bool ordinary =
+        it != m->id_by_string.end() && !m->is_control(it->second) && m->types[size_t(it->second)] != kTypeUserDefined;
     byte_tokens[size_t(b)] = ordinary ? it->second : -1;
   }
 
@@ -271,8 +265,7 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special_t
 namespace {
 
 [[noreturn]] void bad_id(int32_t id, size_t n) {
-  throw Error("tokenizer: token id " + std::to_string(id) + " is out of range [0, " +
-              std::to_string(n) + ")");
+  throw Error("tokenizer: token id " + std::to_string(id) + " is out of range [0, " + std::to_string(n) + ")");
 }
 
 }  // namespace

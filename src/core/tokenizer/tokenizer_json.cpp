@@ -107,20 +107,18 @@ SplitBehavior parse_behavior(const JsonFile& f, const std::string& name, const s
 // a ByteLevel step is seen; nothing may follow it, because it is where
 // Hugging Face switches the text to the byte alphabet, and our steps all run
 // on the original text.
-void parse_pre_tokenizer(const JsonFile& f, const json& node, const std::string& where,
-                         PreTokenizerConfig& out, bool& byte_level, int depth = 0) {
+void parse_pre_tokenizer(const JsonFile& f, const json& node, const std::string& where, PreTokenizerConfig& out,
+                         bool& byte_level, int depth = 0) {
   if (depth > kMaxNesting) f.fail(where + ": Sequences nested too deeply");
   const std::string type = type_of(f, node, where);
   if (type != "Sequence" && byte_level) {
-    f.fail(where + ": a " + type +
-           " pre-tokenizer after ByteLevel is not supported (ByteLevel must come last)");
+    f.fail(where + ": a " + type + " pre-tokenizer after ByteLevel is not supported (ByteLevel must come last)");
   }
   if (type == "Sequence") {
     const json& list = f.require(node, "pretokenizers", where);
     if (!list.is_array()) f.fail(where + ".pretokenizers must be an array");
     for (size_t i = 0; i < list.size(); ++i) {
-      parse_pre_tokenizer(f, list[i], where + ".pretokenizers[" + std::to_string(i) + "]", out,
-                          byte_level, depth + 1);
+      parse_pre_tokenizer(f, list[i], where + ".pretokenizers[" + std::to_string(i) + "]", out, byte_level, depth + 1);
     }
   } else if (type == "ByteLevel") {
     // Hugging Face's defaults when the keys are absent: both true.
@@ -137,15 +135,12 @@ void parse_pre_tokenizer(const JsonFile& f, const json& node, const std::string&
       f.fail(where + ".pattern must be {\"Regex\": ...} or {\"String\": ...}");
     }
     const SplitBehavior behavior =
-        parse_behavior(f, f.string_of(f.require(node, "behavior", where), where + ".behavior"),
-                       where + ".behavior");
+        parse_behavior(f, f.string_of(f.require(node, "behavior", where), where + ".behavior"), where + ".behavior");
     const bool invert = f.bool_or(node, "invert", false, where);
     if (const json* re = f.member(pattern, "Regex")) {
-      out.steps.push_back(
-          PreTokenizeStep::split(f.string_of(*re, where + ".pattern.Regex"), behavior, invert));
+      out.steps.push_back(PreTokenizeStep::split(f.string_of(*re, where + ".pattern.Regex"), behavior, invert));
     } else if (const json* s = f.member(pattern, "String")) {
-      out.steps.push_back(PreTokenizeStep::split_literal(f.string_of(*s, where + ".pattern.String"),
-                                                         behavior, invert));
+      out.steps.push_back(PreTokenizeStep::split_literal(f.string_of(*s, where + ".pattern.String"), behavior, invert));
     } else {
       f.fail(where + ".pattern must be {\"Regex\": ...} or {\"String\": ...}");
     }
@@ -154,8 +149,7 @@ void parse_pre_tokenizer(const JsonFile& f, const json& node, const std::string&
     const bool individual = f.bool_or(node, "individual_digits", false, where);
     out.steps.push_back(PreTokenizeStep::split(individual ? R"(\p{N})" : R"(\p{N}+)"));
   } else {
-    f.fail(where + " type '" + type +
-           "' is not supported (supported: ByteLevel, Split, Digits, Sequence)");
+    f.fail(where + " type '" + type + "' is not supported (supported: ByteLevel, Split, Digits, Sequence)");
   }
 }
 
@@ -164,8 +158,7 @@ std::optional<std::string> config_token(const JsonFile& f, const json& cfg, cons
   const json* v = f.member(cfg, key);
   if (v == nullptr || v->is_null()) return std::nullopt;
   if (v->is_string()) return v->get<std::string>();
-  if (v->is_object())
-    return f.string_of(f.require(*v, "content", key), std::string(key) + ".content");
+  if (v->is_object()) return f.string_of(f.require(*v, "content", key), std::string(key) + ".content");
   f.fail(std::string(key) + " must be a string or an object with \"content\"");
 }
 
@@ -174,8 +167,8 @@ struct TemplateSpecials {
 };
 
 // What a TemplateProcessing (possibly inside a Sequence) adds around a single text.
-void parse_post_processor(const JsonFile& f, const json& node, const std::string& where,
-                          TemplateSpecials& out, int depth = 0) {
+void parse_post_processor(const JsonFile& f, const json& node, const std::string& where, TemplateSpecials& out,
+                          int depth = 0) {
   if (node.is_null()) return;
   if (depth > kMaxNesting) f.fail(where + ": Sequences nested too deeply");
   const std::string type = type_of(f, node, where);
@@ -184,14 +177,12 @@ void parse_post_processor(const JsonFile& f, const json& node, const std::string
     const json& list = f.require(node, "processors", where);
     if (!list.is_array()) f.fail(where + ".processors must be an array");
     for (size_t i = 0; i < list.size(); ++i) {
-      parse_post_processor(f, list[i], where + ".processors[" + std::to_string(i) + "]", out,
-                           depth + 1);
+      parse_post_processor(f, list[i], where + ".processors[" + std::to_string(i) + "]", out, depth + 1);
     }
     return;
   }
   if (type != "TemplateProcessing") {
-    f.fail(where + " type '" + type +
-           "' is not supported (supported: ByteLevel, TemplateProcessing, Sequence)");
+    f.fail(where + " type '" + type + "' is not supported (supported: ByteLevel, TemplateProcessing, Sequence)");
   }
   const json& single = f.require(node, "single", where);
   if (!single.is_array()) f.fail(where + ".single must be an array");
@@ -205,8 +196,8 @@ void parse_post_processor(const JsonFile& f, const json& node, const std::string
       seen_text = true;
     } else if (const json* sp = f.member(item, "SpecialToken")) {
       if (!sp->is_object()) f.fail(item_where + ".SpecialToken must be an object");
-      std::string tok = f.string_of(f.require(*sp, "id", item_where + ".SpecialToken"),
-                                    item_where + ".SpecialToken.id");
+      std::string tok =
+          f.string_of(f.require(*sp, "id", item_where + ".SpecialToken"), item_where + ".SpecialToken.id");
       // special_tokens maps the template name to the token(s) it stands for.
       if (const json* table = f.member(node, "special_tokens")) {
         if (const json* entry = table->is_object() ? f.member(*table, tok.c_str()) : nullptr) {
@@ -278,14 +269,13 @@ HfTokenizerFiles read_hf_tokenizer_json(const std::string& path) {
     }
     if (by_id.size() <= size_t(id)) by_id.resize(size_t(id) + 1);
     if (by_id[size_t(id)].has_value() && !allow_same) {
-      f.fail(where + ": id " + std::to_string(id) + " is given to both '" + *by_id[size_t(id)] +
-             "' and '" + tok + "'");
+      f.fail(where + ": id " + std::to_string(id) + " is given to both '" + *by_id[size_t(id)] + "' and '" + tok + "'");
     }
     by_id[size_t(id)] = std::move(tok);
   };
   for (auto it = vocab.begin(); it != vocab.end(); ++it) {
-    place(f.id_of(it.value(), "model.vocab[\"" + it.key() + "\"]"), it.key(),
-          "model.vocab[\"" + it.key() + "\"]", false);
+    place(f.id_of(it.value(), "model.vocab[\"" + it.key() + "\"]"), it.key(), "model.vocab[\"" + it.key() + "\"]",
+          false);
   }
   std::vector<std::pair<int32_t, bool>> added_ids;  // (id, special)
   for (size_t i = 0; i < n_added; ++i) {
@@ -337,8 +327,7 @@ HfTokenizerFiles read_hf_tokenizer_json(const std::string& path) {
     } else if (m.is_array() && m.size() == 2) {
       const std::string a = f.string_of(m[0], where + "[0]");
       const std::string b = f.string_of(m[1], where + "[1]");
-      if (a.empty() || b.empty() || a.find(' ') != std::string::npos ||
-          b.find(' ') != std::string::npos) {
+      if (a.empty() || b.empty() || a.find(' ') != std::string::npos || b.find(' ') != std::string::npos) {
         f.fail(where + ": tokens that are empty or contain a space are not supported in merges");
       }
       spec.merges.push_back(a + " " + b);
@@ -389,15 +378,13 @@ HfTokenizerFiles read_hf_tokenizer_json(const std::string& path) {
 
   const size_t slash = path.find_last_of('/');
   const std::string config_path =
-      (slash == std::string::npos ? std::string() : path.substr(0, slash + 1)) +
-      "tokenizer_config.json";
+      (slash == std::string::npos ? std::string() : path.substr(0, slash + 1)) + "tokenizer_config.json";
   if (std::ifstream(config_path).good()) {
     const JsonFile cfg(config_path);
     auto config_id = [&](const char* key, int32_t& id) {
       if (auto tok = config_token(cfg, cfg.root(), key)) {
         auto it = id_by_token.find(*tok);
-        if (it == id_by_token.end())
-          cfg.fail(std::string(key) + " '" + *tok + "' is not in the vocabulary of " + path);
+        if (it == id_by_token.end()) cfg.fail(std::string(key) + " '" + *tok + "' is not in the vocabulary of " + path);
         id = it->second;
       }
     };
@@ -407,10 +394,8 @@ HfTokenizerFiles read_hf_tokenizer_json(const std::string& path) {
     config_id("pad_token", spec.pad_id);
     spec.add_bos = cfg.bool_or(cfg.root(), "add_bos_token", spec.add_bos, "");
     spec.add_eos = cfg.bool_or(cfg.root(), "add_eos_token", spec.add_eos, "");
-    if (spec.add_bos && spec.bos_id < 0)
-      cfg.fail("add_bos_token is true but there is no bos_token");
-    if (spec.add_eos && spec.eos_id < 0)
-      cfg.fail("add_eos_token is true but there is no eos_token");
+    if (spec.add_bos && spec.bos_id < 0) cfg.fail("add_bos_token is true but there is no bos_token");
+    if (spec.add_eos && spec.eos_id < 0) cfg.fail("add_eos_token is true but there is no eos_token");
   }
   return result;
 }

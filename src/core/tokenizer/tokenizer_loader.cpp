@@ -43,8 +43,7 @@ Tokenizer load_tokenizer_for_model(const std::string& model_path) {
   }
   const std::string json = tokenizer_json_for(model_path);
   struct stat st;
-  if (::stat(json.c_str(), &st) != 0)
-    throw LoadError(model_path + ": no tokenizer found (expected " + json + ")");
+  if (::stat(json.c_str(), &st) != 0) throw LoadError(model_path + ": no tokenizer found (expected " + json + ")");
   return Tokenizer::from_hf_json(json);
 }
 

@@ -4,8 +4,7 @@
 
 namespace nnsight {
 
-const char* const kGpt2SplitPattern =
-    R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
+const char* const kGpt2SplitPattern = R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
 
 namespace {
 
@@ -14,12 +13,10 @@ namespace {
 // Hugging Face runs), PCRE2 folds case by Unicode, so "'ſ" and "'K" (Kelvin
 // sign) match as "'s" and "'k" do; llama.cpp's hand-expanded "'[sS]" differs
 // there, and we follow the reference implementation of these models.
-const char* const kLlama3SplitPattern =
-    R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}|)"
-    R"( ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
-const char* const kQwen2SplitPattern =
-    R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}|)"
-    R"( ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+const char* const kLlama3SplitPattern = R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}|)"
+                                        R"( ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+const char* const kQwen2SplitPattern = R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}|)"
+                                       R"( ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
 
 TokenizerPipeline of_patterns(std::initializer_list<const char*> patterns) {
   TokenizerPipeline p;
@@ -43,13 +40,11 @@ TokenizerPipeline TokenizerPipeline::for_pre_name(const std::string& name) {
   // llama.cpp's fallback for unrecognised BPE vocabularies: punctuation runs,
   // then GPT-2, then digit runs, then groups of three ASCII digits.
   if (name == "default") {
-    return of_patterns(
-        {R"([\p{P}\$\+<=>\^~\|]+)", kGpt2SplitPattern, R"(\p{N}+)", "[0-9][0-9][0-9]"});
+    return of_patterns({R"([\p{P}\$\+<=>\^~\|]+)", kGpt2SplitPattern, R"(\p{N}+)", "[0-9][0-9][0-9]"});
   }
-  throw LoadError(
-      "tokenizer: unsupported pre-tokenizer '" + name +
-      "' (supported: gpt2, smollm, starcoder, refact, llama-bpe, llama3, llama-v3, qwen2, "
-      "default)");
+  throw LoadError("tokenizer: unsupported pre-tokenizer '" + name +
+                  "' (supported: gpt2, smollm, starcoder, refact, llama-bpe, llama3, llama-v3, qwen2, "
+                  "default)");
 }
 
 }  // namespace nnsight

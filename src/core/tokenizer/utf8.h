@@ -11,8 +11,8 @@
 namespace nnsight {
 
 enum class Utf8Status {
-  kValid,    // a whole well-formed sequence
-  kInvalid,  // ill-formed; `length` is its maximal subpart (Unicode ch. 3, "U+FFFD substitution")
+  kValid,       // a whole well-formed sequence
+  kInvalid,     // ill-formed; `length` is its maximal subpart (Unicode ch. 3, "U+FFFD substitution")
   kIncomplete,  // well-formed so far but cut off by the end of the input
 };
 

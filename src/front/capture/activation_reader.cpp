@@ -24,9 +24,12 @@ namespace {
 
 at::ScalarType scalar_type(uint8_t d) {
   switch (static_cast<DType>(d)) {
-    case DType::kFloat32: return at::kFloat;
-    case DType::kBFloat16: return at::kBFloat16;
-    case DType::kFloat16: return at::kHalf;
+    case DType::kFloat32:
+      return at::kFloat;
+    case DType::kBFloat16:
+      return at::kBFloat16;
+    case DType::kFloat16:
+      return at::kHalf;
   }
   return at::kFloat;
 }
@@ -67,8 +70,10 @@ struct ActivationReader::Impl {
     RawRecord r;
     bool ok = false;
     auto p = pins.find(b);
-    if (p != pins.end()) ok = ring.pinned_entry(p->second, e) && ring.read(e, true, r);
-    else ok = ring.entry(b, e) && ring.read(e, false, r);
+    if (p != pins.end())
+      ok = ring.pinned_entry(p->second, e) && ring.read(e, true, r);
+    else
+      ok = ring.entry(b, e) && ring.read(e, false, r);
     ok = ok && r.header.kind == static_cast<uint8_t>(RecordKind::kBasis);
     cache[b] = ok ? payload_tensor(r) : at::Tensor();
     return ok;
@@ -102,8 +107,10 @@ struct ActivationReader::Impl {
     if (e.kind == static_cast<uint8_t>(RecordKind::kBasis)) return;
     RawRecord r;
     CaptureRecord rec;
-    if (ring.read(e, pinned, r) && convert(r, pinned, pins, cache, rec)) out.push_back(std::move(rec));
-    else ++overwritten;
+    if (ring.read(e, pinned, r) && convert(r, pinned, pins, cache, rec))
+      out.push_back(std::move(rec));
+    else
+      ++overwritten;
   }
 
   template <class Keep>
@@ -174,7 +181,8 @@ std::vector<CaptureRecord> ActivationReader::latest(size_t n) const {
   while (top >= lo && top != 0 && out.size() < n) {
     const uint64_t window = std::max<uint64_t>(64, 2 * (n - out.size()));
     const uint64_t bottom = top - lo + 1 > window ? top - window + 1 : lo;
-    auto part = impl_->collect(bottom, top, [](const EntryCopy&) { return true; }, false);
+    auto part = impl_->collect(
+        bottom, top, [](const EntryCopy&) { return true; }, false);
     out.insert(out.begin(), part.begin(), part.end());
     top = bottom - 1;
   }
@@ -184,7 +192,8 @@ std::vector<CaptureRecord> ActivationReader::latest(size_t n) const {
 
 std::vector<CaptureRecord> ActivationReader::request(uint64_t request_id) const {
   const uint64_t hi = impl_->ring.published();
-  return impl_->collect(1, hi, [request_id](const EntryCopy& e) { return e.request_id == request_id; }, true);
+  return impl_->collect(
+      1, hi, [request_id](const EntryCopy& e) { return e.request_id == request_id; }, true);
 }
 
 std::vector<CaptureRecord> ActivationReader::since(uint64_t after_seq) const {
@@ -193,7 +202,8 @@ std::vector<CaptureRecord> ActivationReader::since(uint64_t after_seq) const {
   const uint64_t lo = after_seq + 1;
   const uint64_t first = impl_->ring.oldest_indexed(hi);
   if (lo < first) impl_->overwritten += first - lo;  // fell out of the index before this call
-  return impl_->collect(lo, hi, [](const EntryCopy&) { return true; }, true);
+  return impl_->collect(
+      lo, hi, [](const EntryCopy&) { return true; }, true);
 }
 
 uint64_t ActivationReader::overwritten() const { return impl_->overwritten; }

@@ -53,11 +53,15 @@ CaptureConfig resolve_capture_config(const EngineArgs& args) {
   CaptureConfig c;
   c.seed = args.seed();
 
-  if (args.capture_configured()) c.enabled = args.capture_enabled();
-  else if (const char* v = env("NNSIGHT_CAPTURE_ENABLED")) c.enabled = parse_bool(v, "NNSIGHT_CAPTURE_ENABLED");
+  if (args.capture_configured())
+    c.enabled = args.capture_enabled();
+  else if (const char* v = env("NNSIGHT_CAPTURE_ENABLED"))
+    c.enabled = parse_bool(v, "NNSIGHT_CAPTURE_ENABLED");
 
-  if (args.capture_layers() != defaults.capture_layers()) c.layers = args.capture_layers();
-  else if (const char* v = env("NNSIGHT_CAPTURE_LAYERS")) c.layers = v;
+  if (args.capture_layers() != defaults.capture_layers())
+    c.layers = args.capture_layers();
+  else if (const char* v = env("NNSIGHT_CAPTURE_LAYERS"))
+    c.layers = v;
 
   std::string rate_src = "EngineArgs.capture_sample_rate";
   if (args.capture_sample_rate() != defaults.capture_sample_rate()) {

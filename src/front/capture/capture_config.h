@@ -18,12 +18,12 @@
 namespace nnsight::capture {
 
 struct CaptureConfig {
-  bool enabled = false;           // capture at all
-  std::string layers;             // layer list text; "" = all decoder layers
-  double sample_rate = 1.0;       // fraction of requests, decided per request id
-  int64_t compression_k = 0;      // 0 = store rows as they are
-  double buffer_size_gb = 0.25;   // shared-memory segment per rank
-  uint64_t seed = 0;              // mixes into the per-request sampling hash
+  bool enabled = false;          // capture at all
+  std::string layers;            // layer list text; "" = all decoder layers
+  double sample_rate = 1.0;      // fraction of requests, decided per request id
+  int64_t compression_k = 0;     // 0 = store rows as they are
+  double buffer_size_gb = 0.25;  // shared-memory segment per rank
+  uint64_t seed = 0;             // mixes into the per-request sampling hash
 };
 
 // Throws ConfigError naming the field or environment variable that is bad.

@@ -21,10 +21,14 @@ namespace {
 
 DType dtype_of(at::ScalarType t) {
   switch (t) {
-    case at::kFloat: return DType::kFloat32;
-    case at::kBFloat16: return DType::kBFloat16;
-    case at::kHalf: return DType::kFloat16;
-    default: throw ConfigError(std::string("capture: unsupported model dtype ") + c10::toString(t));
+    case at::kFloat:
+      return DType::kFloat32;
+    case at::kBFloat16:
+      return DType::kBFloat16;
+    case at::kHalf:
+      return DType::kFloat16;
+    default:
+      throw ConfigError(std::string("capture: unsupported model dtype ") + c10::toString(t));
   }
 }
 
@@ -91,8 +95,7 @@ void CaptureObserver::before_forward(const runner::StepContext& ctx) {
   n_ = n;
   std::fill(fired_.begin(), fired_.end(), 0);
   if (n == 0) return;
-  if (rows_device_.data_ptr() != rows_host_.data_ptr())
-    rows_device_.narrow(0, 0, n).copy_(rows_host_.narrow(0, 0, n));
+  if (rows_device_.data_ptr() != rows_host_.data_ptr()) rows_device_.narrow(0, 0, n).copy_(rows_host_.narrow(0, 0, n));
   rows_view_ = rows_device_.narrow(0, 0, n);
   for (size_t slot = 0; slot < out_views_.size(); ++slot)
     out_views_[slot] = staging_.select(0, static_cast<int64_t>(slot)).narrow(0, 0, n);

@@ -59,14 +59,14 @@ class CaptureObserver : public runner::StepObserver {
   std::vector<int32_t> layers_;
   std::unique_ptr<RingWriter> ring_;
   std::vector<HookHandle> hooks_;
-  at::Tensor rows_host_;      // int64 [max_seqs]: flat row of each captured request's last token
-  at::Tensor rows_device_;    // the same on the model's device
-  at::Tensor staging_;        // [layers, max_seqs, hidden] on the model's device, model dtype
-  at::Tensor staging_host_;   // host copy target when the model is not on the CPU
+  at::Tensor rows_host_;               // int64 [max_seqs]: flat row of each captured request's last token
+  at::Tensor rows_device_;             // the same on the model's device
+  at::Tensor staging_;                 // [layers, max_seqs, hidden] on the model's device, model dtype
+  at::Tensor staging_host_;            // host copy target when the model is not on the CPU
   std::vector<at::Tensor> out_views_;  // staging_[slot][:n] for this step
-  at::Tensor rows_view_;      // rows_device_[:n] for this step
-  std::vector<RowMeta> meta_; // per captured request, this step
-  std::vector<uint8_t> fired_;  // per captured layer: its hook ran this step
+  at::Tensor rows_view_;               // rows_device_[:n] for this step
+  std::vector<RowMeta> meta_;          // per captured request, this step
+  std::vector<uint8_t> fired_;         // per captured layer: its hook ran this step
   int64_t n_ = 0;
 };
 

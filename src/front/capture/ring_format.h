@@ -54,25 +54,25 @@ inline const char* dtype_name(DType d) {
 
 struct RecordHeader {  // 64 bytes
   uint64_t seq;
-  uint64_t request_id;   // 0 for a basis record
-  int64_t step;          // generation step (0 = prefill)
-  int64_t position;      // token position in the request's sequence
-  uint64_t basis_seq;    // kCoefficients: seq of the basis record; else 0
+  uint64_t request_id;  // 0 for a basis record
+  int64_t step;         // generation step (0 = prefill)
+  int64_t position;     // token position in the request's sequence
+  uint64_t basis_seq;   // kCoefficients: seq of the basis record; else 0
   int32_t layer;
-  uint8_t kind;          // RecordKind
-  uint8_t dtype;         // DType of the payload
-  uint8_t ndim;          // 1 or 2
+  uint8_t kind;   // RecordKind
+  uint8_t dtype;  // DType of the payload
+  uint8_t ndim;   // 1 or 2
   uint8_t reserved;
-  int64_t shape[2];      // shape[1] unused when ndim == 1
+  int64_t shape[2];  // shape[1] unused when ndim == 1
 };
 static_assert(sizeof(RecordHeader) == 64, "RecordHeader must stay 64 bytes");
 
 struct IndexEntry {  // 64 bytes
   std::atomic<uint64_t> seq_begin;
-  uint64_t offset;       // virtual offset in the data area (pin area: offset from its start)
+  uint64_t offset;  // virtual offset in the data area (pin area: offset from its start)
   uint64_t request_id;
   int64_t step;
-  uint32_t bytes;        // the record's size, header and padding included
+  uint32_t bytes;  // the record's size, header and padding included
   int32_t layer;
   uint8_t kind;
   uint8_t reserved[7];
@@ -111,11 +111,11 @@ struct SegmentHeader {
   int32_t layers[kMaxLayers];
   char engine_id[kEngineIdMax + 8];
 
-  alignas(64) std::atomic<uint64_t> published;  // newest complete seq (0 = none)
-  alignas(64) std::atomic<uint64_t> reclaim;    // data bytes below this virtual offset may be overwritten
-  alignas(64) std::atomic<uint64_t> pin_count;  // pin entries written
-  std::atomic<uint64_t> pin_dropped;            // marked records not kept (pin area full)
-  std::atomic<uint32_t> closed;                 // 1 after a clean shutdown
+  alignas(64) std::atomic<uint64_t> published;        // newest complete seq (0 = none)
+  alignas(64) std::atomic<uint64_t> reclaim;          // data bytes below this virtual offset may be overwritten
+  alignas(64) std::atomic<uint64_t> pin_count;        // pin entries written
+  std::atomic<uint64_t> pin_dropped;                  // marked records not kept (pin area full)
+  std::atomic<uint32_t> closed;                       // 1 after a clean shutdown
   alignas(64) std::atomic<uint64_t> mark_generation;  // bumped by readers on every mark change
   std::atomic<uint64_t> marks[kMaxMarks];             // marked request ids (0 = free)
 };

@@ -21,7 +21,9 @@ bool region_fits(uint64_t offset, uint64_t count, uint64_t size, uint64_t limit)
 }  // namespace
 
 RingReader::RingReader(const std::string& name) : segment_(ShmSegment::open(name)) {
-  auto bad = [&](const std::string& why) { throw Error("capture: '" + name + "' is not a readable capture segment: " + why); };
+  auto bad = [&](const std::string& why) {
+    throw Error("capture: '" + name + "' is not a readable capture segment: " + why);
+  };
   const uint64_t size = segment_.size();
   if (size < kHeaderBytes) bad("only " + std::to_string(size) + " bytes");
   base_ = static_cast<uint8_t*>(segment_.data());
@@ -31,7 +33,8 @@ RingReader::RingReader(const std::string& name) : segment_(ShmSegment::open(name
   if (h.version != kSegmentVersion)
     bad("format version " + std::to_string(h.version) + ", this reader reads " + std::to_string(kSegmentVersion));
   if (h.header_bytes != kHeaderBytes) bad("header size " + std::to_string(h.header_bytes));
-  if (h.total_bytes != size) bad("header says " + std::to_string(h.total_bytes) + " bytes, segment has " + std::to_string(size));
+  if (h.total_bytes != size)
+    bad("header says " + std::to_string(h.total_bytes) + " bytes, segment has " + std::to_string(size));
   if (h.index_entries == 0 || (h.index_entries & (h.index_entries - 1)) != 0) bad("index size is not a power of two");
   if (h.data_bytes == 0 || h.data_bytes % kAlign != 0) bad("data size is not a multiple of 64");
   if (h.pin_data_bytes % kAlign != 0) bad("pinned data size is not a multiple of 64");
@@ -50,8 +53,17 @@ RingReader::RingReader(const std::string& name) : segment_(ShmSegment::open(name
   const uint64_t hid = static_cast<uint64_t>(h.hidden_size);
   const uint64_t k = static_cast<uint64_t>(h.compression_k);
   max_record_ = record_bytes(std::max(hid * dtype_size(static_cast<DType>(h.dtype)), k * hid * 4));
-  geo_ = Geometry{h.index_offset, h.index_entries, h.data_offset, h.data_bytes, h.pin_index_offset,
-                  h.pin_index_entries, h.pin_data_offset, h.pin_data_bytes, h.hidden_size, h.compression_k, h.dtype};
+  geo_ = Geometry{h.index_offset,
+                  h.index_entries,
+                  h.data_offset,
+                  h.data_bytes,
+                  h.pin_index_offset,
+                  h.pin_index_entries,
+                  h.pin_data_offset,
+                  h.pin_data_bytes,
+                  h.hidden_size,
+                  h.compression_k,
+                  h.dtype};
   if (max_record_ > h.data_bytes) bad("records larger than the ring");
   buf_.resize(max_record_);
 }

@@ -71,8 +71,8 @@ RingWriter::RingWriter(const RingOptions& o) {
   if (o.layers.size() > static_cast<size_t>(kMaxLayers))
     throw ConfigError("capture: at most " + std::to_string(kMaxLayers) + " layers can be captured");
   if (o.compression_k < 0 || o.compression_k > o.hidden_size)
-    throw ConfigError("capture compression k must be in [0, hidden size " + std::to_string(o.hidden_size) +
-                      "], got " + std::to_string(o.compression_k));
+    throw ConfigError("capture compression k must be in [0, hidden size " + std::to_string(o.hidden_size) + "], got " +
+                      std::to_string(o.compression_k));
 
   // Geometry: an eighth of the segment keeps marked records; the rest is
   // the ring and an index big enough that the ring, not the index, limits
@@ -95,8 +95,8 @@ RingWriter::RingWriter(const RingOptions& o) {
   while (entries > 16 && entries * sizeof(IndexEntry) > rest / 2) entries >>= 1;
   const uint64_t data = (rest - entries * sizeof(IndexEntry)) / kAlign * kAlign;
   if (data < 4 * max_record)
-    throw ConfigError("capture buffer of " + std::to_string(o.buffer_bytes) + " bytes leaves " +
-                      std::to_string(data) + " bytes of ring for records of " + std::to_string(max_record) + " bytes");
+    throw ConfigError("capture buffer of " + std::to_string(o.buffer_bytes) + " bytes leaves " + std::to_string(data) +
+                      " bytes of ring for records of " + std::to_string(max_record) + " bytes");
 
   for (int attempt = 0;; ++attempt) {
     if (ShmSegment::create(name, o.buffer_bytes, segment_)) break;

@@ -16,23 +16,47 @@
 namespace nnsight::capture {
 
 struct RingOptions {
-  std::string engine_id;           // [A-Za-z0-9._-], at most 64 characters
+  std::string engine_id;  // [A-Za-z0-9._-], at most 64 characters
   int rank = 0;
   uint64_t buffer_bytes = 256ull << 20;  // whole segment, header and index included
   int64_t hidden_size = 0;
-  DType dtype = DType::kFloat32;   // of dense rows
-  int32_t compression_k = 0;       // 0 = dense rows only
-  double sample_rate = 1.0;        // recorded in the header for readers
-  std::vector<int32_t> layers;     // recorded in the header for readers
+  DType dtype = DType::kFloat32;  // of dense rows
+  int32_t compression_k = 0;      // 0 = dense rows only
+  double sample_rate = 1.0;       // recorded in the header for readers
+  std::vector<int32_t> layers;    // recorded in the header for readers
 
-  RingOptions& with_engine_id(std::string v) { engine_id = std::move(v); return *this; }
-  RingOptions& with_rank(int v) { rank = v; return *this; }
-  RingOptions& with_buffer_bytes(uint64_t v) { buffer_bytes = v; return *this; }
-  RingOptions& with_hidden_size(int64_t v) { hidden_size = v; return *this; }
-  RingOptions& with_dtype(DType v) { dtype = v; return *this; }
-  RingOptions& with_compression_k(int32_t v) { compression_k = v; return *this; }
-  RingOptions& with_sample_rate(double v) { sample_rate = v; return *this; }
-  RingOptions& with_layers(std::vector<int32_t> v) { layers = std::move(v); return *this; }
+  RingOptions& with_engine_id(std::string v) {
+    engine_id = std::move(v);
+    return *this;
+  }
+  RingOptions& with_rank(int v) {
+    rank = v;
+    return *this;
+  }
+  RingOptions& with_buffer_bytes(uint64_t v) {
+    buffer_bytes = v;
+    return *this;
+  }
+  RingOptions& with_hidden_size(int64_t v) {
+    hidden_size = v;
+    return *this;
+  }
+  RingOptions& with_dtype(DType v) {
+    dtype = v;
+    return *this;
+  }
+  RingOptions& with_compression_k(int32_t v) {
+    compression_k = v;
+    return *this;
+  }
+  RingOptions& with_sample_rate(double v) {
+    sample_rate = v;
+    return *this;
+  }
+  RingOptions& with_layers(std::vector<int32_t> v) {
+    layers = std::move(v);
+    return *this;
+  }
 };
 
 // What one record is about (the payload comes separately).
@@ -44,8 +68,8 @@ struct RecordMeta {
   RecordKind kind = RecordKind::kDense;
   DType dtype = DType::kFloat32;
   int64_t shape0 = 0;
-  int64_t shape1 = 0;       // 0 = a 1-d payload
-  uint64_t basis_seq = 0;   // kCoefficients only
+  int64_t shape1 = 0;      // 0 = a 1-d payload
+  uint64_t basis_seq = 0;  // kCoefficients only
 };
 
 class RingWriter {
@@ -102,11 +126,11 @@ class RingWriter {
   uint8_t* base_ = nullptr;
   SegmentHeader* header_ = nullptr;
   uint64_t max_payload_ = 0;
-  uint64_t seq_ = 0;            // last appended
-  uint64_t head_ = 0;           // next free virtual offset
-  uint64_t reclaim_ = 0;        // last value stored in header_->reclaim
-  uint64_t oldest_live_ = 1;    // oldest seq not yet evicted
-  std::vector<Live> live_;      // by seq % index_entries
+  uint64_t seq_ = 0;          // last appended
+  uint64_t head_ = 0;         // next free virtual offset
+  uint64_t reclaim_ = 0;      // last value stored in header_->reclaim
+  uint64_t oldest_live_ = 1;  // oldest seq not yet evicted
+  std::vector<Live> live_;    // by seq % index_entries
   uint64_t pin_entries_used_ = 0;
   uint64_t pin_bytes_used_ = 0;
   uint64_t last_pinned_basis_ = 0;

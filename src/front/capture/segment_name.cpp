@@ -13,8 +13,8 @@ void validate_engine_id(const std::string& id) {
     throw ConfigError("engine_id must have 1 to " + std::to_string(kEngineIdMax) + " characters, got " +
                       std::to_string(id.size()) + " ('" + id + "')");
   for (char c : id) {
-    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
-                    c == '_' || c == '-';
+    const bool ok =
+        (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
     if (!ok)
       throw ConfigError("engine_id '" + id + "' has the character '" + std::string(1, c) +
                         "'; use only letters, digits, '.', '_' and '-'");

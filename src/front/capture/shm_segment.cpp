@@ -83,7 +83,8 @@ ShmSegment ShmSegment::open(const std::string& name) {
   const int fd = ::shm_open(name.c_str(), O_RDWR, 0);
   if (fd < 0) {
     const int e = errno;
-    if (e == ENOENT) throw Error("capture: no shared-memory segment '" + name + "' (is the engine running with capture on?)");
+    if (e == ENOENT)
+      throw Error("capture: no shared-memory segment '" + name + "' (is the engine running with capture on?)");
     throw Error("capture: cannot open shared memory '" + name + "': " + errno_text(e));
   }
   struct stat st;

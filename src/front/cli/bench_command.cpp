@@ -70,7 +70,8 @@ int bench_command(int argc, char** argv) {
     size_t seen = 0;
     handles.push_back(llm.submit(prompt, params, [&, i, seen](const RequestOutput& o) mutable {
       std::lock_guard<std::mutex> lock(mu);
-      if (first_token[static_cast<size_t>(i)] < 0 && !o.token_ids.empty()) first_token[static_cast<size_t>(i)] = since();
+      if (first_token[static_cast<size_t>(i)] < 0 && !o.token_ids.empty())
+        first_token[static_cast<size_t>(i)] = since();
       if (o.finished) done_at[static_cast<size_t>(i)] = since();
       bar.advance(static_cast<int64_t>(o.token_ids.size() - seen));
       seen = o.token_ids.size();
@@ -103,8 +104,8 @@ int bench_command(int argc, char** argv) {
     std::printf("requests: %lld x (%lld in, %lld out)   total %.2f s\n", static_cast<long long>(n),
                 static_cast<long long>(in_len), static_cast<long long>(out_len), total);
     std::printf("prefill: %.1f tokens/s   decode: %.1f tokens/s\n", prefill_tps, decode_tps);
-    std::printf("latency: p50 %.3f s   p99 %.3f s   (time to first token p50 %.3f s)\n", j["latency_p50_s"].get<double>(),
-                j["latency_p99_s"].get<double>(), j["ttft_p50_s"].get<double>());
+    std::printf("latency: p50 %.3f s   p99 %.3f s   (time to first token p50 %.3f s)\n",
+                j["latency_p50_s"].get<double>(), j["latency_p99_s"].get<double>(), j["ttft_p50_s"].get<double>());
   }
   return 0;
 }

@@ -46,7 +46,8 @@ void print_record(const CaptureRecord& r, int64_t values) {
 }  // namespace
 
 int capture_read_command(int argc, char** argv) {
-  const std::vector<std::string> known = {"engine-id", "rank", "request", "since", "latest", "follow", "values", "info", "mark", "save", "help"};
+  const std::vector<std::string> known = {"engine-id", "rank", "request", "since", "latest", "follow",
+                                          "values",    "info", "mark",    "save",  "help"};
   CliArgs args(argc, argv, 2, {"follow", "info", "mark", "help"}, known);
   if (args.has("help")) {
     std::fputs(kHelp, stdout);
@@ -63,12 +64,13 @@ int capture_read_command(int argc, char** argv) {
     const CaptureInfo i = reader.info();
     std::string layers;
     for (int32_t l : i.layers) layers += (layers.empty() ? "" : ",") + std::to_string(l);
-    std::printf("engine=%s rank=%d pid=%lld hidden=%lld dtype=%s layers=[%s] compression_k=%lld sample_rate=%g "
-                "ring_bytes=%llu last_seq=%llu pinned=%llu%s\n",
-                i.engine_id.c_str(), i.rank, static_cast<long long>(i.owner_pid), static_cast<long long>(i.hidden_size),
-                i.dtype.c_str(), layers.c_str(), static_cast<long long>(i.compression_k), i.sample_rate,
-                static_cast<unsigned long long>(i.ring_bytes), static_cast<unsigned long long>(i.last_seq),
-                static_cast<unsigned long long>(i.pinned_records), i.writer_closed ? " closed" : "");
+    std::printf(
+        "engine=%s rank=%d pid=%lld hidden=%lld dtype=%s layers=[%s] compression_k=%lld sample_rate=%g "
+        "ring_bytes=%llu last_seq=%llu pinned=%llu%s\n",
+        i.engine_id.c_str(), i.rank, static_cast<long long>(i.owner_pid), static_cast<long long>(i.hidden_size),
+        i.dtype.c_str(), layers.c_str(), static_cast<long long>(i.compression_k), i.sample_rate,
+        static_cast<unsigned long long>(i.ring_bytes), static_cast<unsigned long long>(i.last_seq),
+        static_cast<unsigned long long>(i.pinned_records), i.writer_closed ? " closed" : "");
   }
   const bool one_request = args.has("request");
   const uint64_t request = one_request ? static_cast<uint64_t>(args.get_int("request", 0)) : 0;

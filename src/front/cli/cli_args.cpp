@@ -69,7 +69,8 @@ int64_t CliArgs::get_int(const std::string& name, int64_t fallback) const {
   } catch (const std::exception&) {
     pos = 0;
   }
-  if (pos != v.size() || v.empty()) throw std::invalid_argument("option --" + name + " expects an integer, got '" + v + "'");
+  if (pos != v.size() || v.empty())
+    throw std::invalid_argument("option --" + name + " expects an integer, got '" + v + "'");
   return out;
 }
 
@@ -83,16 +84,20 @@ double CliArgs::get_double(const std::string& name, double fallback) const {
   } catch (const std::exception&) {
     pos = 0;
   }
-  if (pos != v.size() || v.empty()) throw std::invalid_argument("option --" + name + " expects a number, got '" + v + "'");
+  if (pos != v.size() || v.empty())
+    throw std::invalid_argument("option --" + name + " expects a number, got '" + v + "'");
   return out;
 }
 
 std::string escape_newlines(const std::string& s) {
   std::string out;
   for (char c : s) {
-    if (c == '\n') out += "\\n";
-    else if (c == '\\') out += "\\\\";
-    else out += c;
+    if (c == '\n')
+      out += "\\n";
+    else if (c == '\\')
+      out += "\\\\";
+    else
+      out += c;
   }
   return out;
 }

@@ -5,10 +5,25 @@
 namespace nnsight::cli {
 
 std::vector<std::string> engine_option_names() {
-  return {"dtype", "device", "seed-engine", "executor", "tensor-parallel-size", "tp-rendezvous",
-          "worker-addresses", "threads", "max-num-seqs",
-          "max-num-batched-tokens", "kv-cache-mb", "intervention-memory-mb", "block-size", "forward-hooks", "engine-id", "capture-layers",
-          "capture-sample-rate", "capture-compression-k", "capture-buffer-gb"};
+  return {"dtype",
+          "device",
+          "seed-engine",
+          "executor",
+          "tensor-parallel-size",
+          "tp-rendezvous",
+          "worker-addresses",
+          "threads",
+          "max-num-seqs",
+          "max-num-batched-tokens",
+          "kv-cache-mb",
+          "intervention-memory-mb",
+          "block-size",
+          "forward-hooks",
+          "engine-id",
+          "capture-layers",
+          "capture-sample-rate",
+          "capture-compression-k",
+          "capture-buffer-gb"};
 }
 
 std::vector<std::string> engine_flag_names() {

@@ -32,7 +32,7 @@ int generate_command(int argc, char** argv) {
   std::vector<std::string> flags = {"json", "ignore-eos", "help"};
   for (const auto& f : engine_flag_names()) flags.push_back(f);
   std::vector<std::string> known = {"model", "prompt", "prompts-file", "max-tokens", "temperature", "top-p", "top-k",
-                                    "min-p", "seed", "stop", "ignore-eos", "json", "help"};
+                                    "min-p", "seed",   "stop",         "ignore-eos", "json",        "help"};
   for (const auto& o : engine_option_names()) known.push_back(o);
   for (const auto& f : engine_flag_names()) known.push_back(f);
   CliArgs args(argc, argv, 2, flags, known);

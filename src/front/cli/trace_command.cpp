@@ -51,8 +51,8 @@ std::vector<std::pair<std::string, at::Tensor>> flatten_saves(const TraceResult&
 int trace_command(int argc, char** argv) {
   std::vector<std::string> flags = {"ignore-eos", "help"};
   for (const auto& f : engine_flag_names()) flags.push_back(f);
-  std::vector<std::string> known = {"model", "prompt", "graph", "out", "max-tokens", "temperature", "top-p",
-                                    "top-k", "seed", "ignore-eos", "help"};
+  std::vector<std::string> known = {"model", "prompt", "graph", "out",        "max-tokens", "temperature",
+                                    "top-p", "top-k",  "seed",  "ignore-eos", "help"};
   for (const auto& o : engine_option_names()) known.push_back(o);
   for (const auto& f : engine_flag_names()) known.push_back(f);
   CliArgs args(argc, argv, 2, flags, known);
@@ -67,8 +67,8 @@ int trace_command(int argc, char** argv) {
   if (graph_paths.empty()) throw std::invalid_argument("give --graph FILE.json (docs/ir.md)");
   if (graph_paths.size() != 1 && graph_paths.size() != prompts.size())
     throw std::invalid_argument("give one --graph for all prompts or one per --prompt (got " +
-                                std::to_string(graph_paths.size()) + " graphs for " +
-                                std::to_string(prompts.size()) + " prompts)");
+                                std::to_string(graph_paths.size()) + " graphs for " + std::to_string(prompts.size()) +
+                                " prompts)");
   if (!args.has("out")) throw std::invalid_argument("give --out FILE.safetensors for the saved values");
 
   SamplingParams params;
@@ -90,10 +90,11 @@ int trace_command(int argc, char** argv) {
 
   nlohmann::json texts = nlohmann::json::array();
   for (const auto& o : result.outputs()) texts.push_back(o.text);
-  write_safetensors(args.get("out"), flatten_saves(result),
-                    {{"format", "nnsight.trace"},
-                     {"prompts", nlohmann::json(prompts).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)},
-                     {"texts", texts.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)}});
+  write_safetensors(
+      args.get("out"), flatten_saves(result),
+      {{"format", "nnsight.trace"},
+       {"prompts", nlohmann::json(prompts).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)},
+       {"texts", texts.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)}});
   for (const auto& o : result.outputs()) std::cout << escape_newlines(o.text) << "\n";
   std::cout.flush();
   return 0;

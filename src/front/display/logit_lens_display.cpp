@@ -14,12 +14,12 @@ namespace {
 
 constexpr int kCellWidth = 76;
 constexpr int kCellHeight = 20;
-constexpr int kLeft = 64;          // room for the layer labels
-constexpr int kTop = 34;           // room for the title
-constexpr int kBottom = 90;        // room for the rotated input tokens
-constexpr int kLegendWidth = 70;   // colour bar and its labels
-constexpr size_t kCellChars = 9;   // characters of a token shown in a cell
-constexpr size_t kTextColumn = 14; // width of a column of the text table
+constexpr int kLeft = 64;           // room for the layer labels
+constexpr int kTop = 34;            // room for the title
+constexpr int kBottom = 90;         // room for the rotated input tokens
+constexpr int kLegendWidth = 70;    // colour bar and its labels
+constexpr size_t kCellChars = 9;    // characters of a token shown in a cell
+constexpr size_t kTextColumn = 14;  // width of a column of the text table
 
 // Probability -> fill: from near white (0) to dark blue (1), linear in RGB.
 std::string fill(double p) {
@@ -78,9 +78,8 @@ std::string logit_lens_svg(const LogitLens& lens) {
   const double* p = probs.data_ptr<double>();
 
   std::ostringstream s;
-  s << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << width << "\" height=\"" << height
-    << "\" viewBox=\"0 0 " << width << " " << height
-    << "\" font-family=\"monospace\" font-size=\"11\">\n";
+  s << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << width << "\" height=\"" << height << "\" viewBox=\"0 0 "
+    << width << " " << height << "\" font-family=\"monospace\" font-size=\"11\">\n";
   s << "<text class=\"title\" x=\"" << kLeft << "\" y=\"20\" font-size=\"13\">logit lens: "
     << escape_xml(display::truncate_utf8(display::visible(lens.prompt), 80)) << "</text>\n";
   // Rows: one label per layer, one rect + token per cell.
@@ -101,8 +100,8 @@ std::string logit_lens_svg(const LogitLens& lens) {
         << lens.positions[static_cast<size_t>(c)] << ": " << escape_xml(quoted(lens.top_tokens[i])) << " p=" << prob
         << "</title></rect>\n";
       s << "<text class=\"token\" x=\"" << x + kCellWidth / 2 << "\" y=\"" << y + 14
-        << "\" text-anchor=\"middle\" xml:space=\"preserve\" fill=\"" << (p[i] > 0.5 ? "#ffffff" : "#000000")
-        << "\">" << escape_xml(display::truncate_utf8(token, kCellChars)) << "</text>\n";
+        << "\" text-anchor=\"middle\" xml:space=\"preserve\" fill=\"" << (p[i] > 0.5 ? "#ffffff" : "#000000") << "\">"
+        << escape_xml(display::truncate_utf8(token, kCellChars)) << "</text>\n";
     }
   }
   // Columns: the input token at each position, rotated.

@@ -12,10 +12,14 @@ size_t utf8_sequence(const std::string& s, size_t i) {
   const auto b = static_cast<unsigned char>(s[i]);
   size_t n = 0;
   if (b < 0x80) return 1;
-  if ((b & 0xE0) == 0xC0 && b >= 0xC2) n = 2;
-  else if ((b & 0xF0) == 0xE0) n = 3;
-  else if ((b & 0xF8) == 0xF0 && b <= 0xF4) n = 4;
-  else return 0;
+  if ((b & 0xE0) == 0xC0 && b >= 0xC2)
+    n = 2;
+  else if ((b & 0xF0) == 0xE0)
+    n = 3;
+  else if ((b & 0xF8) == 0xF0 && b <= 0xF4)
+    n = 4;
+  else
+    return 0;
   if (i + n > s.size()) return 0;
   for (size_t k = 1; k < n; ++k)
     if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80) return 0;
@@ -35,12 +39,23 @@ std::string escape_xml(const std::string& s) {
   out.reserve(s.size());
   for (char c : s) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -50,10 +65,26 @@ std::string visible(const std::string& s) {
   std::string out;
   for (size_t i = 0; i < s.size();) {
     const auto b = static_cast<unsigned char>(s[i]);
-    if (b == '\n') { out += "\\n"; ++i; continue; }
-    if (b == '\t') { out += "\\t"; ++i; continue; }
-    if (b == '\r') { out += "\\r"; ++i; continue; }
-    if (b < 0x20 || b == 0x7F) { out += hex_byte(b); ++i; continue; }
+    if (b == '\n') {
+      out += "\\n";
+      ++i;
+      continue;
+    }
+    if (b == '\t') {
+      out += "\\t";
+      ++i;
+      continue;
+    }
+    if (b == '\r') {
+      out += "\\r";
+      ++i;
+      continue;
+    }
+    if (b < 0x20 || b == 0x7F) {
+      out += hex_byte(b);
+      ++i;
+      continue;
+    }
     const size_t n = utf8_sequence(s, i);
     if (n == 0) {
       out += hex_byte(b);

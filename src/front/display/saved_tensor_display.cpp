@@ -94,7 +94,7 @@ nlohmann::json mime_bundle_repr(const SavedTensor& t) {
   }
   const Stats s = stats_of(t.value);
   std::vector<std::pair<std::string, std::string>> rows = {
-      {"elements", std::to_string(s.numel)}, {"min", display::format_number(s.min)},
+      {"elements", std::to_string(s.numel)},  {"min", display::format_number(s.min)},
       {"max", display::format_number(s.max)}, {"mean", display::format_number(s.mean)},
       {"std", display::format_number(s.std)}, {"norm", display::format_number(s.norm)}};
   if (s.nan) rows.emplace_back("nan", std::to_string(s.nan));

@@ -23,9 +23,7 @@ std::string describe(const SavedValue& v) {
   return s;
 }
 
-std::string shown_text(const std::string& s) {
-  return display::truncate_utf8(display::visible(s), kMaxTextChars);
-}
+std::string shown_text(const std::string& s) { return display::truncate_utf8(display::visible(s), kMaxTextChars); }
 
 }  // namespace
 
@@ -33,8 +31,8 @@ nlohmann::json mime_bundle_repr(const TraceResult& result) {
   using display::escape_xml;
   std::ostringstream text, html;
   const auto& outs = result.outputs();
-  text << "TraceResult: " << outs.size() << (outs.size() == 1 ? " invoke" : " invokes") << ", "
-       << result.saves().size() << (result.saves().size() == 1 ? " save" : " saves") << "\n";
+  text << "TraceResult: " << outs.size() << (outs.size() == 1 ? " invoke" : " invokes") << ", " << result.saves().size()
+       << (result.saves().size() == 1 ? " save" : " saves") << "\n";
   html << "<div class=\"nnsight-trace\">\n<table>\n<tr><th>invoke</th><th>prompt</th><th>generated</th>"
           "<th>tokens</th><th>finish</th></tr>\n";
   for (size_t i = 0; i < outs.size(); ++i) {
@@ -43,8 +41,8 @@ nlohmann::json mime_bundle_repr(const TraceResult& result) {
     text << "  [" << i << "] \"" << shown_text(o.prompt) << "\" -> \"" << shown_text(o.text) << "\" ("
          << o.token_ids.size() << " tokens, " << finish << ")\n";
     html << "<tr><td>" << i << "</td><td>" << escape_xml(shown_text(o.prompt)) << "</td><td><b>"
-         << escape_xml(shown_text(o.text)) << "</b></td><td>" << o.token_ids.size() << "</td><td>"
-         << escape_xml(finish) << "</td></tr>\n";
+         << escape_xml(shown_text(o.text)) << "</b></td><td>" << o.token_ids.size() << "</td><td>" << escape_xml(finish)
+         << "</td></tr>\n";
   }
   html << "</table>\n";
   if (!result.saves().empty()) {

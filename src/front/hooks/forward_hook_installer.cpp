@@ -76,8 +76,8 @@ std::vector<std::string> patterns_of(const nlohmann::json& v, size_t index) {
                       v.dump());
   for (const auto& p : v) {
     if (!p.is_string())
-      throw ConfigError("forward_hooks[" + std::to_string(index) +
-                        "].target_modules must hold strings, got " + p.dump());
+      throw ConfigError("forward_hooks[" + std::to_string(index) + "].target_modules must hold strings, got " +
+                        p.dump());
     out.push_back(p.get<std::string>());
   }
   return out;

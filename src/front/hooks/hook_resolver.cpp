@@ -103,8 +103,9 @@ void* load_module_library(const std::string& module, const std::string& path) {
       tried.push_back(file);
       if (!is_file(file)) continue;
       void* h = load_library(file, error);
-      if (!h) throw ConfigError("Cannot load hook module '" + module + "' from " + file + " (hook path '" + path +
-                                "'): " + error);
+      if (!h)
+        throw ConfigError("Cannot load hook module '" + module + "' from " + file + " (hook path '" + path +
+                          "'): " + error);
       return h;
     }
   }
@@ -114,10 +115,10 @@ void* load_module_library(const std::string& module, const std::string& path) {
     if (h) return h;
     no_module(module, path, error);
   }
-  no_module(module, path,
-            "not a registered hook module" + std::string(dirs.empty() ? " and NNSIGHT_HOOK_PATH is not set"
-                                                                      : " and none of " + join(tried, ", ") +
-                                                                            " exists"));
+  no_module(
+      module, path,
+      "not a registered hook module" + std::string(dirs.empty() ? " and NNSIGHT_HOOK_PATH is not set"
+                                                                : " and none of " + join(tried, ", ") + " exists"));
 }
 
 }  // namespace

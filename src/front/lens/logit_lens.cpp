@@ -45,8 +45,7 @@ at::Tensor final_norm(LanguageModel& lm, const std::string& arch, const at::Tens
 
 }  // namespace
 
-LogitLens logit_lens(LanguageModel& lm, const std::string& prompt, const LogitLensOptions& options,
-                     CallSite site) {
+LogitLens logit_lens(LanguageModel& lm, const std::string& prompt, const LogitLensOptions& options, CallSite site) {
   const std::string where = site.loc().str();
   const std::string arch = lm.architecture();
   if (arch != "llama" && arch != "gpt2")
@@ -66,8 +65,7 @@ LogitLens logit_lens(LanguageModel& lm, const std::string& prompt, const LogitLe
   if (options.positions().empty()) {
     for (int64_t i = 0; i < num_positions; ++i) lens.positions.push_back(i);
   } else {
-    for (int64_t i : options.positions())
-      lens.positions.push_back(resolve_index(i, num_positions, "position", where));
+    for (int64_t i : options.positions()) lens.positions.push_back(resolve_index(i, num_positions, "position", where));
   }
 
   // Layer outputs in execution order (reads must move forward through the model).
@@ -75,10 +73,13 @@ LogitLens logit_lens(LanguageModel& lm, const std::string& prompt, const LogitLe
   std::sort(order.begin(), order.end());
   order.erase(std::unique(order.begin(), order.end()), order.end());
   std::vector<Saved> saved(order.size());
-  auto out = lm.trace(lens.prompt_token_ids, SamplingParams().temperature(0).max_tokens(1), [&](Tracer&) {
-    for (size_t i = 0; i < order.size(); ++i)
-      saved[i] = lm.envoy(layer_path(arch, order[i]), site).output(site).save(site);
-  }, site);
+  auto out = lm.trace(
+      lens.prompt_token_ids, SamplingParams().temperature(0).max_tokens(1),
+      [&](Tracer&) {
+        for (size_t i = 0; i < order.size(); ++i)
+          saved[i] = lm.envoy(layer_path(arch, order[i]), site).output(site).save(site);
+      },
+      site);
 
   std::vector<at::Tensor> rows;  // each [positions, hidden]
   at::Tensor index = at::tensor(lens.positions, at::kLong);
@@ -87,14 +88,14 @@ LogitLens logit_lens(LanguageModel& lm, const std::string& prompt, const LogitLe
     at::Tensor h = out[saved[k]].to(at::kFloat);  // [prompt tokens, hidden]
     rows.push_back(h.index_select(0, index));
   }
-  at::Tensor residual = at::stack(rows);  // [layers, positions, hidden]
+  at::Tensor residual = at::stack(rows);             // [layers, positions, hidden]
   at::Tensor head = lm.parameter("lm_head.weight");  // [vocab, hidden]
   const double eps = runner::LLMAccess::engine(lm.llm()).model_config().norm_eps;
   at::Tensor normed = final_norm(lm, arch, residual, eps);
   at::Tensor logits = at::matmul(normed, head.t());  // [layers, positions, vocab]
   at::Tensor probs = at::softmax(logits, -1);
   auto top = probs.max(-1);
-  lens.top_probs = std::get<0>(top).contiguous();        // [layers, positions]
+  lens.top_probs = std::get<0>(top).contiguous();              // [layers, positions]
   lens.top_ids = std::get<1>(top).to(at::kLong).contiguous();  // [layers, positions]
 
   for (int64_t p : lens.positions)

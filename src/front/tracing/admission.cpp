@@ -28,16 +28,15 @@ std::set<std::string> module_keys(const dsl::Graph& g) {
 
 }  // namespace
 
-void admit_request(const runner::NewRequest& nr, TracePayload payload, TraceGroup& g,
-                   const AdmissionContext& ctx) {
+void admit_request(const runner::NewRequest& nr, TracePayload payload, TraceGroup& g, const AdmissionContext& ctx) {
   if (g.failed) throw TraceError("another invoke of this trace failed before it started");
   if (g.started) throw TraceError("trace " + std::to_string(g.trace_id()) + " is already running");
   for (auto& pg : payload.graphs) {
     check_graph(pg.graph, *ctx.structure);
     std::set<std::string> keys = module_keys(pg.graph);
     const uint32_t invoke = pg.graph.invoke;
-    dsl::ValidatedGraph vg =
-        dsl::validate(std::move(pg.graph), dsl::ValidateOptions().with_limits(ctx.limits).with_functions(ctx.functions));
+    dsl::ValidatedGraph vg = dsl::validate(
+        std::move(pg.graph), dsl::ValidateOptions().with_limits(ctx.limits).with_functions(ctx.functions));
     auto m = std::make_unique<Mediator>(g, pg.role == GraphRole::kPromptless ? 0 : nr.id, invoke, pg.role,
                                         std::move(vg), ctx.functions);
     m->module_keys = std::move(keys);
@@ -51,7 +50,8 @@ void check_complete_trace(TraceGroup& g, const AdmissionContext& ctx) {
   for (const auto& m : g.mediators())
     if (m->role() != GraphRole::kAuxiliary && m->invoke() < graphs.size()) graphs[m->invoke()] = &m->graph();
   for (size_t i = 0; i < graphs.size(); ++i)
-    if (!graphs[i]) throw TraceError("trace " + std::to_string(g.trace_id()) + " has no graph for invoke " + std::to_string(i));
+    if (!graphs[i])
+      throw TraceError("trace " + std::to_string(g.trace_id()) + " has no graph for invoke " + std::to_string(i));
   dsl::validate_trace(graphs);
   check_trace(graphs, *ctx.structure);
 }

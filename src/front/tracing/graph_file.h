@@ -26,8 +26,7 @@ struct GraphFile {
 // place in the file (path and line), replacing a "loc" field the JSON may hold.
 // Throws dsl::DecodeError prefixed with "path:line:column: " where the JSON
 // names an element.
-GraphFile parse_graph_file(const std::string& path, const std::string& text,
-                           const dsl::Limits& limits = dsl::Limits());
+GraphFile parse_graph_file(const std::string& path, const std::string& text, const dsl::Limits& limits = dsl::Limits());
 // Reads the file first; nnsight::Error when it cannot be read.
 GraphFile load_graph_file(const std::string& path, const dsl::Limits& limits = dsl::Limits());
 

@@ -102,12 +102,14 @@ void Interleaver::fail_group(TraceGroup& g, const std::string& message) {
   if (g.failed) return;
   g.failed = true;
   for (uint64_t rid : g.requests())
-    if (std::find(g.finished().begin(), g.finished().end(), rid) == g.finished().end()) errors_.emplace_back(rid, message);
+    if (std::find(g.finished().begin(), g.finished().end(), rid) == g.finished().end())
+      errors_.emplace_back(rid, message);
 }
 
 void Interleaver::after_resume(Mediator& m, TraceGroup& g) {
   if (m.stop_requested()) {
-    if (m.request_id() != 0) stopped_.insert(m.request_id());
+    if (m.request_id() != 0)
+      stopped_.insert(m.request_id());
     else
       for (uint64_t rid : g.requests()) stopped_.insert(rid);
   }
@@ -221,10 +223,14 @@ void Interleaver::write(EventValue& ev, const std::string& key, const batching::
     at::Tensor& target = ev.io.at(i);
     if (!target.defined()) throw Error("cannot set element " + std::to_string(i) + " of `" + key + "`: it is None");
     at::Tensor src;
-    if (v.is_tensor()) src = v.as_tensor();
-    else if (v.kind() == dsl::ValueKind::Int) src = at::scalar_tensor(v.as_int());
-    else if (v.is_number()) src = at::scalar_tensor(v.as_double());
-    else throw Error("cannot set `" + key + "` to " + v.describe() + " (a tensor or a number is needed)");
+    if (v.is_tensor())
+      src = v.as_tensor();
+    else if (v.kind() == dsl::ValueKind::Int)
+      src = at::scalar_tensor(v.as_int());
+    else if (v.is_number())
+      src = at::scalar_tensor(v.as_double());
+    else
+      throw Error("cannot set `" + key + "` to " + v.describe() + " (a tensor or a number is needed)");
     if (key == "samples") check_token_ids(src);
     std::vector<int64_t> shape = target.sizes().vec();
     shape[0] = total;
@@ -279,8 +285,7 @@ void Interleaver::dispatch(const std::string& key, EventValue& ev) {
     if (!g.started || g.failed) continue;
     for (size_t i = 0; i < g.mediators().size() && !g.failed; ++i) {
       Mediator& m = *g.mediators()[i];
-      while (!g.failed && m.waiting() && m.wait_key() == key &&
-             rows_for(m, g, ev.level, m.wait_step(), rows)) {
+      while (!g.failed && m.waiting() && m.wait_key() == key && rows_for(m, g, ev.level, m.wait_step(), rows)) {
         gather(ev);  // outside the mediator's error handling: a failed collective ends the worker
         if (m.wait_kind() == Mediator::WaitKind::kGet) {
           dsl::Value v;
@@ -349,7 +354,8 @@ void Interleaver::check_missed(const runner::StepContext& ctx) {
         const batching::BatchGroup* r = in_step(rid);
         if (r && r->num_generated >= m.wait_step()) passed = true;
       };
-      if (m.request_id() != 0) check(m.request_id());
+      if (m.request_id() != 0)
+        check(m.request_id());
       else
         for (uint64_t rid : g.requests()) check(rid);
       if (!passed) continue;
@@ -362,9 +368,12 @@ void Interleaver::check_missed(const runner::StepContext& ctx) {
 void Interleaver::finish_request(TraceGroup& g, uint64_t id, runner::FinishedRequest& out) {
   auto drain = [&](Mediator& m, const dsl::Value& result) {
     while (m.waiting()) {
-      if (m.wait_key() == "result" && m.wait_kind() == Mediator::WaitKind::kGet) m.resume_with(result);
-      else if (m.wait_key() == "result") m.resume_with_error("`result` cannot be set");
-      else m.resume_finished();
+      if (m.wait_key() == "result" && m.wait_kind() == Mediator::WaitKind::kGet)
+        m.resume_with(result);
+      else if (m.wait_key() == "result")
+        m.resume_with_error("`result` cannot be set");
+      else
+        m.resume_finished();
       after_resume(m, g);
     }
     if (m.state() == Mediator::State::kFailed && out.error.empty()) {

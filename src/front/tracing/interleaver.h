@@ -44,9 +44,9 @@
 namespace nnsight::tracing {
 
 struct InterleaverOptions {
-  dsl::Limits limits;                                 // sizes a payload may have
-  const dsl::FunctionRegistry* functions = nullptr;   // what `apply` nodes may call
-  int64_t memory_budget_bytes = 0;                    // per request's intervention; 0 = unbounded
+  dsl::Limits limits;                                // sizes a payload may have
+  const dsl::FunctionRegistry* functions = nullptr;  // what `apply` nodes may call
+  int64_t memory_budget_bytes = 0;                   // per request's intervention; 0 = unbounded
 };
 
 class Interleaver final : public runner::StepObserver {
@@ -70,8 +70,8 @@ class Interleaver final : public runner::StepObserver {
   // A provider value at one event, as the model holds it: a tensor or a
   // tuple (module outputs), with copy-on-write for writes.
   struct EventValue {
-    ModuleIO io;               // what the model will continue with
-    std::vector<bool> cloned;  // element already copied for writing
+    ModuleIO io;                                            // what the model will continue with
+    std::vector<bool> cloned;                               // element already copied for writing
     batching::RowLevel level = batching::RowLevel::kToken;  // what dim 0 indexes
     // Tensor parallelism: how element 0 is split across ranks (null: whole
     // on every rank). Gathered before the first mediator sees it, re-sharded
@@ -105,11 +105,11 @@ class Interleaver final : public runner::StepObserver {
   runner::ModelRunner& runner_;
   AdmissionContext admission_;
   int64_t vocab_size_;
-  absl::flat_hash_map<std::string, Module*> modules_;      // path -> module
+  absl::flat_hash_map<std::string, Module*> modules_;       // path -> module
   std::map<uint64_t, std::unique_ptr<TraceGroup>> groups_;  // by trace id
-  absl::flat_hash_map<uint64_t, uint64_t> trace_of_;       // request id -> trace id
-  absl::flat_hash_map<std::string, HookHandle> hooks_;     // provider key -> hook
-  const batching::BatchGroups* step_ = nullptr;  // this step's rows (valid during the step)
+  absl::flat_hash_map<uint64_t, uint64_t> trace_of_;        // request id -> trace id
+  absl::flat_hash_map<std::string, HookHandle> hooks_;      // provider key -> hook
+  const batching::BatchGroups* step_ = nullptr;             // this step's rows (valid during the step)
   std::vector<std::pair<uint64_t, std::string>> errors_;
   std::set<uint64_t> stopped_;
 };

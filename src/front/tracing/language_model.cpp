@@ -40,7 +40,8 @@ struct LanguageModel::Impl {
     tracing::TraceRecorder::Scope scope(&rec);
     Tracer tracer(rec);
     if (implicit) {
-      rec.run_invoke(has_prompt, prompt, ids, params, [&] { body(tracer); }, loc);
+      rec.run_invoke(
+          has_prompt, prompt, ids, params, [&] { body(tracer); }, loc);
     } else {
       body(tracer);
     }
@@ -68,10 +69,13 @@ struct LanguageModel::Impl {
     auto handles = engine.submit_group(std::move(requests), {}, std::move(on_done));
     std::vector<uint64_t> ids;
     for (const auto& h : handles) ids.push_back(h.id);
-    return TraceFuture(std::move(future), [&engine, ids, cancelled] {
-      cancelled->store(true);
-      for (uint64_t id : ids) engine.abort(id);
-    }, tracing::interrupt_count());
+    return TraceFuture(
+        std::move(future),
+        [&engine, ids, cancelled] {
+          cancelled->store(true);
+          for (uint64_t id : ids) engine.abort(id);
+        },
+        tracing::interrupt_count());
   }
 };
 
@@ -112,8 +116,8 @@ TraceResult LanguageModel::trace(const std::vector<int32_t>& ids, const Sampling
   return submit(ids, params, body, site).get();
 }
 
-TraceFuture LanguageModel::submit(const std::vector<int32_t>& ids, const SamplingParams& params,
-                                               const Body& body, CallSite site) {
+TraceFuture LanguageModel::submit(const std::vector<int32_t>& ids, const SamplingParams& params, const Body& body,
+                                  CallSite site) {
   if (ids.empty()) throw TraceError(site.loc().str() + ": the prompt token ids are empty");
   return impl_->submit(impl_->record(true, true, "", ids, params, body, site.loc()));
 }
@@ -131,8 +135,8 @@ TraceResult LanguageModel::generate(const SamplingParams& params, const Body& bo
   return trace(params, body, site);
 }
 
-TraceFuture LanguageModel::submit(const std::string& prompt, const SamplingParams& params,
-                                               const Body& body, CallSite site) {
+TraceFuture LanguageModel::submit(const std::string& prompt, const SamplingParams& params, const Body& body,
+                                  CallSite site) {
   return impl_->submit(impl_->record(true, true, prompt, {}, params, body, site.loc()));
 }
 
@@ -171,7 +175,9 @@ std::string LanguageModel::type_name(const std::string& path) const {
   return m ? m->type_name : "";
 }
 
-std::string LanguageModel::architecture() const { return runner::LLMAccess::engine(*impl_->llm).model_config().architecture; }
+std::string LanguageModel::architecture() const {
+  return runner::LLMAccess::engine(*impl_->llm).model_config().architecture;
+}
 
 int64_t LanguageModel::num_layers() const { return runner::LLMAccess::engine(*impl_->llm).model_config().num_layers; }
 

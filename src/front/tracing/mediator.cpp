@@ -15,10 +15,14 @@ namespace ctx = boost::context;
 namespace {
 at::Tensor number_tensor(const dsl::Value& v) {
   switch (v.kind()) {
-    case dsl::ValueKind::Int: return at::scalar_tensor(v.as_int(), at::kLong);
-    case dsl::ValueKind::Double: return at::scalar_tensor(v.as_double(), at::kDouble);
-    case dsl::ValueKind::Bool: return at::scalar_tensor(v.as_bool(), at::kBool);
-    default: break;
+    case dsl::ValueKind::Int:
+      return at::scalar_tensor(v.as_int(), at::kLong);
+    case dsl::ValueKind::Double:
+      return at::scalar_tensor(v.as_double(), at::kDouble);
+    case dsl::ValueKind::Bool:
+      return at::scalar_tensor(v.as_bool(), at::kBool);
+    default:
+      break;
   }
   throw Error("cannot save a value of kind " + v.describe());
 }
@@ -45,7 +49,8 @@ SavedValue to_saved(const dsl::Value& v) {
       for (const auto& item : v.as_list()) items.push_back(as_single_tensor(item));
       return SavedValue::of_list(std::move(items));
     }
-    default: return SavedValue(as_single_tensor(v));
+    default:
+      return SavedValue(as_single_tensor(v));
   }
 }
 
@@ -64,19 +69,19 @@ Mediator::~Mediator() {
 void Mediator::start() {
   TORCH_CHECK(state_ == State::kNotStarted, "Mediator::start called twice");
   state_ = State::kWaiting;  // running; set properly below
-  fiber_ = ctx::fiber(std::allocator_arg, PooledProtectedStack(FiberStackPool::instance()),
-                      [this](ctx::fiber&& caller) {
-                        caller_ = std::move(caller);
-                        try {
-                          evaluator_->run();
-                          state_ = State::kDone;
-                        } catch (const std::exception& e) {
-                          // forced_unwind is not a std::exception: it passes.
-                          error_ = e.what();
-                          state_ = State::kFailed;
-                        }
-                        return std::move(caller_);
-                      });
+  fiber_ =
+      ctx::fiber(std::allocator_arg, PooledProtectedStack(FiberStackPool::instance()), [this](ctx::fiber&& caller) {
+        caller_ = std::move(caller);
+        try {
+          evaluator_->run();
+          state_ = State::kDone;
+        } catch (const std::exception& e) {
+          // forced_unwind is not a std::exception: it passes.
+          error_ = e.what();
+          state_ = State::kFailed;
+        }
+        return std::move(caller_);
+      });
   resume();
 }
 
@@ -94,9 +99,12 @@ void Mediator::suspend() {
 void Mediator::after_resume_in_fiber() {
   switch (resume_kind_) {
     case Resume::kValue:
-    case Resume::kSetDone: return;
-    case Resume::kError: throw Error(resume_error_);
-    case Resume::kFinished: throw dsl::RequestFinished();
+    case Resume::kSetDone:
+      return;
+    case Resume::kError:
+      throw Error(resume_error_);
+    case Resume::kFinished:
+      throw dsl::RequestFinished();
   }
 }
 

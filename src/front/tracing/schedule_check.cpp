@@ -103,13 +103,13 @@ void check_trace(const std::vector<const dsl::Graph*>& graphs, const runner::Mod
       const Time need = last_time(*ext.needed, s);
       const Time at = ext.at ? first_time(*ext.at, s) : Time{-1, -1};
       if (at < need) {
-        throw TraceError(where(self, ext.node) + ": invoke " + std::to_string(j) + " uses a value of invoke " +
-                         std::to_string(ext.invoke) + " (" + where(other, ext.target) + ") that exists only after '" +
-                         ext.needed->key + "' at " + step_text(*ext.needed) + ", but invoke " + std::to_string(j) +
-                         " needs it " +
-                         (ext.at ? "at '" + ext.at->key + "' at " + step_text(*ext.at) + " (" + where(self, ext.at->node) + ")"
-                                 : std::string("before its first access")) +
-                         ", which the model reaches earlier");
+        throw TraceError(
+            where(self, ext.node) + ": invoke " + std::to_string(j) + " uses a value of invoke " +
+            std::to_string(ext.invoke) + " (" + where(other, ext.target) + ") that exists only after '" +
+            ext.needed->key + "' at " + step_text(*ext.needed) + ", but invoke " + std::to_string(j) + " needs it " +
+            (ext.at ? "at '" + ext.at->key + "' at " + step_text(*ext.at) + " (" + where(self, ext.at->node) + ")"
+                    : std::string("before its first access")) +
+            ", which the model reaches earlier");
       }
     }
   }

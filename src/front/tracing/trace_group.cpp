@@ -8,10 +8,9 @@ namespace nnsight::tracing {
 
 Mediator& TraceGroup::add(std::unique_ptr<Mediator> m) {
   auto rank = [](const Mediator& x) { return std::make_pair(x.invoke(), static_cast<int>(x.role())); };
-  auto pos = std::upper_bound(mediators_.begin(), mediators_.end(), m,
-                              [&](const std::unique_ptr<Mediator>& a, const std::unique_ptr<Mediator>& b) {
-                                return rank(*a) < rank(*b);
-                              });
+  auto pos = std::upper_bound(
+      mediators_.begin(), mediators_.end(), m,
+      [&](const std::unique_ptr<Mediator>& a, const std::unique_ptr<Mediator>& b) { return rank(*a) < rank(*b); });
   return **mediators_.insert(pos, std::move(m));
 }
 

@@ -28,8 +28,8 @@ class TraceGroup {
   std::vector<std::unique_ptr<Mediator>>& mediators() { return mediators_; }
   void remove_mediators_of(uint64_t request_id);
 
-  std::vector<uint64_t>& requests() { return requests_; }      // admitted, in invoke order
-  std::vector<uint64_t>& finished() { return finished_; }      // requests already finished
+  std::vector<uint64_t>& requests() { return requests_; }                   // admitted, in invoke order
+  std::vector<uint64_t>& finished() { return finished_; }                   // requests already finished
   std::map<uint64_t, std::vector<int64_t>>& results() { return results_; }  // tokens per request
   bool complete() const { return requests_.size() == num_requests_; }
   bool started = false;

@@ -58,7 +58,8 @@ TracePayload decode_payload(std::string_view in, const dsl::Limits& limits) {
   const uint32_t n = take<uint32_t>(in, "the graph count");
   if (n == 0 || n > kMaxGraphs || p.num_invokes == 0 || p.num_invokes > kMaxGraphs || p.num_requests > p.num_invokes)
     throw dsl::DecodeError("trace payload: implausible counts (" + std::to_string(n) + " graphs, " +
-                           std::to_string(p.num_invokes) + " invokes, " + std::to_string(p.num_requests) + " requests)");
+                           std::to_string(p.num_invokes) + " invokes, " + std::to_string(p.num_requests) +
+                           " requests)");
   for (uint32_t i = 0; i < n; ++i) {
     const uint8_t role = take<uint8_t>(in, "a graph role");
     if (role > static_cast<uint8_t>(GraphRole::kPromptless))

@@ -73,10 +73,14 @@ dsl::NodeId TraceRecorder::node_of(const Operand& o, const SourceLoc& loc) {
     case Operand::Kind::Proxy:
       if (!o.proxy().valid()) throw TraceError(loc.str() + ": an empty proxy is used");
       return b->import(*o.proxy().builder(), o.proxy().node(), loc);
-    case Operand::Kind::Tensor: return b->constant(dsl::Value(o.tensor().detach().clone()), loc);
-    case Operand::Kind::Int: return b->constant(dsl::Value::integer(o.int_value()), loc);
-    case Operand::Kind::Double: return b->constant(dsl::Value::real(o.double_value()), loc);
-    case Operand::Kind::Bool: return b->constant(dsl::Value::boolean(o.bool_value()), loc);
+    case Operand::Kind::Tensor:
+      return b->constant(dsl::Value(o.tensor().detach().clone()), loc);
+    case Operand::Kind::Int:
+      return b->constant(dsl::Value::integer(o.int_value()), loc);
+    case Operand::Kind::Double:
+      return b->constant(dsl::Value::real(o.double_value()), loc);
+    case Operand::Kind::Bool:
+      return b->constant(dsl::Value::boolean(o.bool_value()), loc);
   }
   throw TraceError(loc.str() + ": unsupported operand");
 }

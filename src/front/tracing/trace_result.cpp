@@ -8,7 +8,8 @@ const SavedValue& TraceResult::value(const Saved& saved) const {
   if (!saved.valid()) throw Error("reading a Saved handle that no save was assigned to");
   auto it = saves_.find(saved.name());
   if (it == saves_.end())
-    throw Error("nothing was saved under '" + saved.name() + "' (the save did not run: a branch not taken, "
+    throw Error("nothing was saved under '" + saved.name() +
+                "' (the save did not run: a branch not taken, "
                 "or a step that never came)");
   return it->second;
 }

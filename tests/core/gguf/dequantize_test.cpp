@@ -158,8 +158,7 @@ TEST_F(Dequantize, F16AndBF16FromKnownBitPatterns) {
   Bytes bf;
   // 1.0, -3.0, 3.140625, 1e-38-ish 0x0080 = 2^-126
   for (uint16_t bits : {0x3F80, 0xC040, 0x4049, 0x0080}) bf.u16(bits);
-  EXPECT_EQ(decode(GgmlType::BF16, bf.data(), 4),
-            (std::vector<float>{1.0f, -3.0f, 3.140625f, std::ldexp(1.0f, -126)}));
+  EXPECT_EQ(decode(GgmlType::BF16, bf.data(), 4), (std::vector<float>{1.0f, -3.0f, 3.140625f, std::ldexp(1.0f, -126)}));
   Bytes f;
   f.f32(1.25f).f32(-7.0f);
   EXPECT_EQ(decode(GgmlType::F32, f.data(), 2), (std::vector<float>{1.25f, -7.0f}));
@@ -184,9 +183,8 @@ TEST_F(Dequantize, MatchesTheReferencePythonPackage) {
   ASSERT_TRUE(in) << "missing tests/data/gguf/quant_golden.json";
   nlohmann::json golden = nlohmann::json::parse(in);
   const std::pair<const char*, GgmlType> types[] = {
-      {"Q4_0", GgmlType::Q4_0}, {"Q4_1", GgmlType::Q4_1}, {"Q8_0", GgmlType::Q8_0},
-      {"Q4_K", GgmlType::Q4_K}, {"Q6_K", GgmlType::Q6_K}, {"F16", GgmlType::F16},
-      {"BF16", GgmlType::BF16}};
+      {"Q4_0", GgmlType::Q4_0}, {"Q4_1", GgmlType::Q4_1}, {"Q8_0", GgmlType::Q8_0}, {"Q4_K", GgmlType::Q4_K},
+      {"Q6_K", GgmlType::Q6_K}, {"F16", GgmlType::F16},   {"BF16", GgmlType::BF16}};
   for (const auto& [name, type] : types) {
     SCOPED_TRACE(name);
     ASSERT_TRUE(golden.contains(name));
@@ -228,9 +226,8 @@ TEST_F(Dequantize, UnsupportedTypesNameTheTypeAndTheTensor) {
   EXPECT_FALSE(can_dequantize(GgmlType::IQ4_NL));
   EXPECT_TRUE(can_dequantize(GgmlType::Q6_K));
   EXPECT_TRUE(can_dequantize(GgmlType::Q5_0));
-  testing::expect_load_error(
-      [&] { dequantize_rows(GgmlType::IQ4_NL, zeros.data(), 1, 32, "m.gguf: tensor 'w'"); },
-      {"m.gguf: tensor 'w'", "IQ4_NL", "cannot be dequantized"});
+  testing::expect_load_error([&] { dequantize_rows(GgmlType::IQ4_NL, zeros.data(), 1, 32, "m.gguf: tensor 'w'"); },
+                             {"m.gguf: tensor 'w'", "IQ4_NL", "cannot be dequantized"});
   testing::expect_load_error(
       [&] {
         std::vector<float> out(256);

@@ -82,8 +82,8 @@ TEST_F(GgufBadFile, MetadataCountLargerThanTheFileCouldHold) {
 TEST_F(GgufBadFile, HugeStringLengthInAValue) {
   Bytes b = header(0, 1);
   b.str("general.name").u32(kv::STRING).u64(kHuge62).raw({'a', 'b'});
-  expect_open_error(b, {"metadata key 'general.name'", "string length 4611686018427387904",
-                        "exceeds the 2 bytes left"});
+  expect_open_error(b,
+                    {"metadata key 'general.name'", "string length 4611686018427387904", "exceeds the 2 bytes left"});
 }
 
 TEST_F(GgufBadFile, HugeStringLengthInAKey) {
@@ -95,8 +95,7 @@ TEST_F(GgufBadFile, HugeStringLengthInAKey) {
 TEST_F(GgufBadFile, HugeArrayLength) {
   Bytes b = header(0, 1);
   b.str("tokenizer.ggml.tokens").u32(kv::ARRAY).u32(kv::STRING).u64(kHuge62).str("a");
-  expect_open_error(b, {"metadata key 'tokenizer.ggml.tokens'", "array length 4611686018427387904",
-                        "cannot fit"});
+  expect_open_error(b, {"metadata key 'tokenizer.ggml.tokens'", "array length 4611686018427387904", "cannot fit"});
 }
 
 TEST_F(GgufBadFile, HugeStringInsideAnArray) {
@@ -156,8 +155,8 @@ TEST_F(GgufBadFile, AlignmentOfTheWrongType) {
 }
 
 // One tensor info by hand: name, dims, type, offset.
-Bytes one_tensor(const std::string& name, const std::vector<uint64_t>& dims, uint32_t type,
-                 uint64_t offset, size_t data_bytes) {
+Bytes one_tensor(const std::string& name, const std::vector<uint64_t>& dims, uint32_t type, uint64_t offset,
+                 size_t data_bytes) {
   Bytes b = header(1, 0);
   b.str(name).u32(static_cast<uint32_t>(dims.size()));
   for (uint64_t d : dims) b.u64(d);
@@ -177,12 +176,10 @@ TEST_F(GgufBadFile, TooManyDimensions) {
 }
 
 TEST_F(GgufBadFile, DimensionsWhoseProductOverflows) {
-  expect_open_error(one_tensor("big", {1ull << 32, 1ull << 32}, ggml::F32, 0, 4),
-                    {"tensor 'big'", "overflow"});
+  expect_open_error(one_tensor("big", {1ull << 32, 1ull << 32}, ggml::F32, 0, 4), {"tensor 'big'", "overflow"});
   expect_open_error(one_tensor("neg", {1ull << 63}, ggml::F32, 0, 4), {"tensor 'neg'", "overflow"});
   // The element count fits but the byte count does not.
-  expect_open_error(one_tensor("bytes", {1ull << 31, 1ull << 31}, ggml::F32, 0, 4),
-                    {"tensor 'bytes'", "byte size"});
+  expect_open_error(one_tensor("bytes", {1ull << 31, 1ull << 31}, ggml::F32, 0, 4), {"tensor 'bytes'", "byte size"});
 }
 
 TEST_F(GgufBadFile, OneGigabyteTensorInATinyFile) {
@@ -300,8 +297,7 @@ TEST_F(GgufBadFile, EveryTruncationAndRandomCorruptionIsALoadErrorOrLoads) {
   int truncated_ok = 0;
   // Every length through the metadata and tensor directory and near the end,
   // every 7th through the tensor data (whose prefixes fail the same check).
-  for (size_t len = 0; len < good.size();
-       len += (len < data_start + 64 || len + 64 > good.size()) ? 1 : 7) {
+  for (size_t len = 0; len < good.size(); len += (len < data_start + 64 || len + 64 > good.size()) ? 1 : 7) {
     std::vector<uint8_t> cut(good.begin(), good.begin() + static_cast<std::ptrdiff_t>(len));
     testing::write_file(path, cut);
     try {

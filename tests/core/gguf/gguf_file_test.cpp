@@ -117,8 +117,7 @@ TEST(GgufFile, AccessorsNameTheFileKeyAndBothTypes) {
   const std::string path = dir.file("t.gguf");
   GgufWriter().kv_f32("x.eps", 1e-5f).kv_string("x.name", "n").kv_i32("x.neg", -3).write(path);
   GgufFile f(path);
-  expect_load_error([&] { f.get_int("x.eps"); },
-                    {path, "metadata key 'x.eps'", "has type f32", "expected an integer"});
+  expect_load_error([&] { f.get_int("x.eps"); }, {path, "metadata key 'x.eps'", "has type f32", "expected an integer"});
   expect_load_error([&] { f.get_string("x.eps"); }, {"x.eps", "type f32, expected string"});
   expect_load_error([&] { f.get_bool("x.name"); }, {"x.name", "type string, expected bool"});
   expect_load_error([&] { f.get_uint("x.neg"); }, {"x.neg", "-3", "negative"});

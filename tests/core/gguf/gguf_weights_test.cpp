@@ -24,8 +24,7 @@ using testing::GgufWriter;
 using testing::ScratchDir;
 namespace ggml = testing::ggml;
 
-constexpr int64_t kHidden = 64, kHeads = 4, kKvHeads = 2, kHeadDim = 16, kFfn = 96, kLayers = 2,
-                  kVocab = 10;
+constexpr int64_t kHidden = 64, kHeads = 4, kKvHeads = 2, kHeadDim = 16, kFfn = 96, kLayers = 2, kVocab = 10;
 
 // llama.cpp's converter, written as an explicit index map: within each head,
 // GGUF row 2j + t is Hugging Face row t * head_dim / 2 + j.
@@ -168,10 +167,10 @@ TEST(GgufWeights, RowAndColumnSlicesEqualSlicesOfTheParameter) {
     ShardSlice slice;
   };
   const Case cases[] = {
-      {q, ShardSlice::rows(16, 32)},   // two whole heads
-      {q, ShardSlice::rows(5, 20)},    // not head-aligned
+      {q, ShardSlice::rows(16, 32)},  // two whole heads
+      {q, ShardSlice::rows(5, 20)},   // not head-aligned
       {q, ShardSlice::rows(63, 1)},
-      {k, ShardSlice::rows(16, 16)},   // second kv head
+      {k, ShardSlice::rows(16, 16)},  // second kv head
       {k, ShardSlice::cols(8, 24)},
       {kb, ShardSlice::rows(3, 20)},
       {up, ShardSlice::rows(48, 48)},
@@ -298,8 +297,7 @@ TEST(GgufWeights, StructuralProblemsAreLoadErrors) {
   expect_load_error([&] { GgufWeights w(p); }, {p, "missing metadata key 'general.architecture'"});
 
   minimal_llama().tensor("blk.0.attn_q_norm.weight", at::ones({kHidden})).write(p);
-  expect_load_error([&] { GgufWeights w(p); },
-                    {p, "tensor 'blk.0.attn_q_norm.weight'", "no Hugging Face counterpart"});
+  expect_load_error([&] { GgufWeights w(p); }, {p, "tensor 'blk.0.attn_q_norm.weight'", "no Hugging Face counterpart"});
 
   minimal_llama().tensor("blk.3.ffn_up.weight", at::ones({kFfn, kHidden})).write(p);
   expect_load_error([&] { GgufWeights w(p); }, {"tensor 'blk.3.ffn_up.weight'", "layer 3", "1 layers"});
@@ -335,8 +333,8 @@ TEST(GgufWeights, StructuralProblemsAreLoadErrors) {
 
 // Llama-3 divisors as Hugging Face computes them (_compute_llama3_parameters),
 // written independently of the library.
-std::vector<float> hf_llama3_divisors(double theta, int64_t head_dim, double factor, double low,
-                                      double high, double orig) {
+std::vector<float> hf_llama3_divisors(double theta, int64_t head_dim, double factor, double low, double high,
+                                      double orig) {
   std::vector<float> out;
   for (int64_t i = 0; i < head_dim; i += 2) {
     double inv_freq = 1.0 / std::pow(theta, static_cast<double>(i) / head_dim);
@@ -425,8 +423,10 @@ TEST(GgufWeights, TokenizerSpecFromMetadata) {
   EXPECT_TRUE(GgufWeights(p).tokenizer_spec().add_bos);  // Llama 3 pre-tokenizer default
 
   GgufWriter w3 = base();
-  w3.kv_string("tokenizer.ggml.pre", "llama-bpe").kv_bool("tokenizer.ggml.add_bos_token", false)
-      .kv_bool("tokenizer.ggml.add_eos_token", true).write(p);
+  w3.kv_string("tokenizer.ggml.pre", "llama-bpe")
+      .kv_bool("tokenizer.ggml.add_bos_token", false)
+      .kv_bool("tokenizer.ggml.add_eos_token", true)
+      .write(p);
   TokenizerSpec s3 = GgufWeights(p).tokenizer_spec();
   EXPECT_FALSE(s3.add_bos);  // an explicit key wins
   EXPECT_TRUE(s3.add_eos);

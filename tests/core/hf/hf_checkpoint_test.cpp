@@ -86,7 +86,8 @@ TEST(HfCheckpoint, TinyLlamaDirectory) {
   // q/k are not permuted in Hugging Face checkpoints: slices are plain slices.
   at::Tensor q = tensors[2].second.to(at::kFloat);
   EXPECT_TRUE(at::equal(ck.load("model.layers.0.self_attn.q_proj.weight", ShardSlice::rows(5, 9)), q.narrow(0, 5, 9)));
-  EXPECT_TRUE(at::equal(ck.load("model.layers.0.self_attn.q_proj.weight", ShardSlice::cols(8, 16)), q.narrow(1, 8, 16)));
+  EXPECT_TRUE(
+      at::equal(ck.load("model.layers.0.self_attn.q_proj.weight", ShardSlice::cols(8, 16)), q.narrow(1, 8, 16)));
   EXPECT_FALSE(ck.tokenizer_json_path().has_value());
   testing::write_file(dir.file("tokenizer.json"), std::string("{}"));
   EXPECT_EQ(ck.tokenizer_json_path().value(), dir.file("tokenizer.json"));
@@ -103,7 +104,8 @@ TEST(HfCheckpoint, ShardedCheckpointWithIndex) {
   write_safetensors(dir.file("model-00001-of-00002.safetensors"), first);
   write_safetensors(dir.file("model-00002-of-00002.safetensors"), second);
   std::string map;
-  for (const auto& [n, t] : first) map += (map.empty() ? "" : ",") + ("\"" + n + "\": \"model-00001-of-00002.safetensors\"");
+  for (const auto& [n, t] : first)
+    map += (map.empty() ? "" : ",") + ("\"" + n + "\": \"model-00001-of-00002.safetensors\"");
   for (const auto& [n, t] : second) map += ",\"" + n + "\": \"model-00002-of-00002.safetensors\"";
   testing::write_file(dir.file("model.safetensors.index.json"),
                       "{\"metadata\": {\"total_size\": 1}, \"weight_map\": {" + map + "}}");
@@ -181,7 +183,8 @@ TEST(HfCheckpoint, Gpt2WithoutPrefixConv1DTransposedAndTiedHead) {
     EXPECT_TRUE(at::equal(ck.load(hf), want));
   }
   at::Tensor c_attn = by_name["h.0.attn.c_attn.weight"].t();  // [3h, h]
-  EXPECT_TRUE(at::equal(ck.load("transformer.h.0.attn.c_attn.weight", ShardSlice::rows(16, 16)), c_attn.narrow(0, 16, 16)));
+  EXPECT_TRUE(
+      at::equal(ck.load("transformer.h.0.attn.c_attn.weight", ShardSlice::rows(16, 16)), c_attn.narrow(0, 16, 16)));
   EXPECT_TRUE(at::equal(ck.load("transformer.h.0.attn.c_attn.weight", ShardSlice::cols(4, 8)), c_attn.narrow(1, 4, 8)));
   EXPECT_TRUE(ck.load("transformer.h.0.attn.c_attn.weight", ShardSlice::rows(16, 16)).is_contiguous());
   EXPECT_TRUE(at::equal(ck.load("lm_head.weight"), by_name["wte.weight"]));
@@ -211,8 +214,8 @@ TEST(HfCheckpoint, TiedLlamaServesLmHeadFromTheEmbedding) {
   cfg.replace(cfg.find(untied), untied.size(), "\"tie_word_embeddings\": true");
   testing::write_file(dir.file("config.json"), cfg);
   at::Tensor e = at::randn({12, 32});
-  write_safetensors(dir.file("model.safetensors"),
-                    {{"model.embed_tokens.weight", e}, {"model.layers.0.self_attn.rotary_emb.inv_freq", at::ones({4})}});
+  write_safetensors(dir.file("model.safetensors"), {{"model.embed_tokens.weight", e},
+                                                    {"model.layers.0.self_attn.rotary_emb.inv_freq", at::ones({4})}});
   HfCheckpoint ck(dir.path());
   EXPECT_EQ(ck.names(), (std::vector<std::string>{"model.embed_tokens.weight", "lm_head.weight"}));
   EXPECT_TRUE(at::equal(ck.load("lm_head.weight", ShardSlice::rows(3, 2)), e.narrow(0, 3, 2)));

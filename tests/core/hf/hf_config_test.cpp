@@ -21,7 +21,8 @@ TEST(HfConfig, Llama3WithRopeScaling) {
     "rope_scaling": {"factor": 32.0, "high_freq_factor": 4.0, "low_freq_factor": 1.0,
                      "original_max_position_embeddings": 8192, "rope_type": "llama3"},
     "tie_word_embeddings": true, "bos_token_id": 128000, "eos_token_id": [128001, 128008, 128009],
-    "mlp_bias": false, "attention_bias": false})", "cfg.json");
+    "mlp_bias": false, "attention_bias": false})",
+                                  "cfg.json");
   EXPECT_EQ(c.architecture, "llama");
   EXPECT_EQ(c.num_kv_heads, 8);
   EXPECT_EQ(c.head_dim, 64);
@@ -81,7 +82,8 @@ TEST(HfConfig, ErrorsNameTheFileAndField) {
       [] {
         parse_hf_config(R"({"model_type": "llama", "vocab_size": 10, "hidden_size": 8, "intermediate_size": 8,
                             "num_hidden_layers": 1, "num_attention_heads": 2,
-                            "rope_scaling": {"type": "yarn", "factor": 4.0}})", "c.json");
+                            "rope_scaling": {"type": "yarn", "factor": 4.0}})",
+                        "c.json");
       },
       {"c.json", "rope_scaling type 'yarn' is not supported"});
   expect_load_error([] { parse_hf_config("{not json", "c.json"); }, {"c.json", "not valid JSON"});

@@ -87,8 +87,8 @@ TEST(LinearKernel, DefaultPathIsTheWidestAvailable) {
 
 TEST(LinearKernel, MatchesFloat64ReferenceOnEveryPath) {
   // K around the vector widths (8, 16, 32) and not a multiple of them; odd N.
-  const std::vector<Shape> shapes = {{1, 1, 1},    {1, 5, 3},   {2, 16, 7},   {3, 17, 9},    {7, 31, 25},
-                                     {16, 32, 24}, {33, 33, 49}, {1, 64, 97},  {8, 579, 50}, {5, 1000, 13},
+  const std::vector<Shape> shapes = {{1, 1, 1},    {1, 5, 3},     {2, 16, 7},   {3, 17, 9},   {7, 31, 25},
+                                     {16, 32, 24}, {33, 33, 49},  {1, 64, 97},  {8, 579, 50}, {5, 1000, 13},
                                      {9, 48, 31},  {512, 40, 11}, {4, 1536, 6}, {13, 7, 200}};
   at::manual_seed(1);
   for (at::ScalarType dt : {at::kFloat, at::kBFloat16}) {

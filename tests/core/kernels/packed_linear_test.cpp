@@ -61,14 +61,18 @@ std::vector<uint8_t> random_blocks(PackedType type, int64_t nblocks, uint32_t se
   for (int64_t i = 0; i < nblocks; ++i) {
     uint8_t* b = data.data() + i * t.block_bytes;
     switch (type) {
-      case PackedType::Q4_0: case PackedType::Q5_0: case PackedType::Q8_0:
+      case PackedType::Q4_0:
+      case PackedType::Q5_0:
+      case PackedType::Q8_0:
         put_half(b, scale(rng) * (sign(rng) < 0 ? -1.f : 1.f));
         break;
-      case PackedType::Q4_1: case PackedType::Q5_1:
+      case PackedType::Q4_1:
+      case PackedType::Q5_1:
         put_half(b, scale(rng));
         put_half(b + 2, -8.f * scale(rng));
         break;
-      case PackedType::Q4_K: case PackedType::Q5_K:
+      case PackedType::Q4_K:
+      case PackedType::Q5_K:
         put_half(b, scale(rng) / 8.f);
         put_half(b + 2, scale(rng) / 8.f);
         break;
@@ -119,8 +123,8 @@ TEST_P(PackedLinear, EqualsLinearOnTheDequantizedMatrixBitwiseAtEveryRowCount) {
     for (PackedPath p : available_paths()) {
       SCOPED_TRACE(std::string(kernels::packed_traits(type).name) + " M=" + std::to_string(M) + " " + path_name(p));
       EXPECT_TRUE(bitwise_equal(kernels::packed_linear_on_path(p, x, w, bias), expect));
-      EXPECT_TRUE(bitwise_equal(kernels::packed_linear_on_path(p, x, w, at::Tensor()),
-                                kernels::linear(x, wd, at::Tensor())));
+      EXPECT_TRUE(
+          bitwise_equal(kernels::packed_linear_on_path(p, x, w, at::Tensor()), kernels::linear(x, wd, at::Tensor())));
     }
   }
 }
@@ -173,8 +177,9 @@ TEST_P(PackedLinear, RowPermutationAndSlicesNeedNoCopy) {
   EXPECT_TRUE(bitwise_equal(p.narrow_rows(2, 5).dequantize(), wd.index_select(0, idx).narrow(0, 2, 5)));
   EXPECT_TRUE(bitwise_equal(w.narrow_cols(bs, 2 * bs).dequantize(), wd.narrow(1, bs, 2 * bs)));
   at::Tensor x = at::randn({3, 2 * bs});
-  EXPECT_TRUE(bitwise_equal(kernels::packed_linear(x, p.narrow_cols(bs, 2 * bs), at::Tensor()),
-                            kernels::linear(x, wd.index_select(0, idx).narrow(1, bs, 2 * bs).contiguous(), at::Tensor())));
+  EXPECT_TRUE(
+      bitwise_equal(kernels::packed_linear(x, p.narrow_cols(bs, 2 * bs), at::Tensor()),
+                    kernels::linear(x, wd.index_select(0, idx).narrow(1, bs, 2 * bs).contiguous(), at::Tensor())));
   EXPECT_THROW(w.narrow_cols(1, bs), c10::Error);
 }
 

@@ -37,8 +37,8 @@ TEST(RowOps, DotAndAxpyMatchFloat64) {
       at::Tensor q = at::randn({d});
       std::vector<float> out(static_cast<size_t>(n));
       kernels::dot_rows(q.data_ptr<float>(), rows.ptrs.data(), type, n, d, out.data());
-      at::Tensor want = at::mv(rd, q.to(at::kDouble));                 // [n]
-      at::Tensor mag = at::mv(rd.abs(), q.to(at::kDouble).abs());      // error scale
+      at::Tensor want = at::mv(rd, q.to(at::kDouble));             // [n]
+      at::Tensor mag = at::mv(rd.abs(), q.to(at::kDouble).abs());  // error scale
       for (int64_t j = 0; j < n; ++j) {
         EXPECT_LE(std::abs(out[static_cast<size_t>(j)] - want[j].item<double>()),
                   mag[j].item<double>() * (static_cast<double>(d) / 8 + 4) * std::ldexp(1.0, -24) + 1e-7)

@@ -119,8 +119,7 @@ TEST(Safetensors, WriterRejectsWhatTheFormatCannotHold) {
 
 class SafetensorsBadFile : public ::testing::Test {
  protected:
-  void expect_error(const std::string& header, size_t data_bytes,
-                    std::initializer_list<std::string> fragments) {
+  void expect_error(const std::string& header, size_t data_bytes, std::initializer_list<std::string> fragments) {
     const std::string path = dir_.file("bad.safetensors");
     write_raw(path, header, data_bytes);
     expect_load_error([&] { SafetensorsFile f(path); }, {path});
@@ -164,12 +163,10 @@ TEST_F(SafetensorsBadFile, LengthDisagreesWithDtypeAndShape) {
 TEST_F(SafetensorsBadFile, BadFields) {
   expect_error(R"({"w": {"dtype": "F8_E4M3", "shape": [1], "data_offsets": [0, 1]}})", 1,
                {"tensor 'w'", "dtype 'F8_E4M3' is not supported"});
-  expect_error(R"({"w": {"dtype": "F32", "shape": [-1], "data_offsets": [0, 4]}})", 4,
-               {"tensor 'w'", "shape [-1]"});
+  expect_error(R"({"w": {"dtype": "F32", "shape": [-1], "data_offsets": [0, 4]}})", 4, {"tensor 'w'", "shape [-1]"});
   expect_error(R"({"w": {"dtype": "F32", "shape": [4294967296, 4294967296], "data_offsets": [0, 4]}})", 4,
                {"tensor 'w'", "shape"});
-  expect_error(R"({"w": {"dtype": "F32", "shape": [1], "data_offsets": [4, 0]}})", 4,
-               {"tensor 'w'", "begin <= end"});
+  expect_error(R"({"w": {"dtype": "F32", "shape": [1], "data_offsets": [4, 0]}})", 4, {"tensor 'w'", "begin <= end"});
   expect_error(R"({"w": {"dtype": "F32", "shape": [1]}})", 4, {"tensor 'w'", "data_offsets"});
   expect_error(R"({"w": {"shape": [1], "data_offsets": [0, 4]}})", 4, {"tensor 'w'", "dtype"});
   expect_error(R"({"w": 3})", 0, {"tensor 'w'", "not a JSON object"});

@@ -9,8 +9,7 @@
 namespace nnsight {
 namespace {
 
-const std::string kWs =
-    R"(\t-\r\x{20}\x{85}\x{A0}\x{1680}\x{2000}-\x{200A}\x{2028}\x{2029}\x{202F}\x{205F}\x{3000})";
+const std::string kWs = R"(\t-\r\x{20}\x{85}\x{A0}\x{1680}\x{2000}-\x{200A}\x{2028}\x{2029}\x{202F}\x{205F}\x{3000})";
 
 TEST(OnigCompat, RewritesWhitespaceAndHexEscapes) {
   EXPECT_EQ(onig_to_pcre2(R"(\s+(?!\S))"), "[" + kWs + "]+(?![^" + kWs + "])");
@@ -19,8 +18,8 @@ TEST(OnigCompat, RewritesWhitespaceAndHexEscapes) {
 }
 
 TEST(OnigCompat, CopiesEverythingElse) {
-  for (const char* p : {R"('s|'t| ?\p{L}+| ?\p{N}{1,3})", R"(\\s)", R"(\Q\s\E)", R"([]\s])",
-                        R"([[:alpha:]\d])", R"((?i:'s|'t)\w+\b)"}) {
+  for (const char* p : {R"('s|'t| ?\p{L}+| ?\p{N}{1,3})", R"(\\s)", R"(\Q\s\E)", R"([]\s])", R"([[:alpha:]\d])",
+                        R"((?i:'s|'t)\w+\b)"}) {
     const std::string got = onig_to_pcre2(p);
     if (std::string(p) == R"([]\s])") {
       EXPECT_EQ(got, "[]" + kWs + "]");  // ']' first in a class is a member

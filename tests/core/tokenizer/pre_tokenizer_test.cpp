@@ -32,8 +32,7 @@ PreTokenizerConfig one(PreTokenizeStep step) { return PreTokenizerConfig{{std::m
 
 TEST(PreTokenizer, Gpt2Regex) {
   const auto config = TokenizerPipeline::for_pre_name("gpt2").pre_tokenizer;
-  EXPECT_EQ(pieces(config, "Hello world's  123!!\n"),
-            (Strings{"Hello", " world", "'s", " ", " 123", "!!", "\n"}));
+  EXPECT_EQ(pieces(config, "Hello world's  123!!\n"), (Strings{"Hello", " world", "'s", " ", " 123", "!!", "\n"}));
   EXPECT_EQ(pieces(config, "   hello"), (Strings{"  ", " hello"}));
   EXPECT_EQ(pieces(config, ""), Strings{});
 }
@@ -46,8 +45,7 @@ TEST(PreTokenizer, SmolLmSplitsEveryDigitFirst) {
 TEST(PreTokenizer, LlamaCppDefaultAppliesFourRegexesInTurn) {
   const auto config = TokenizerPipeline::for_pre_name("default").pre_tokenizer;
   // punctuation runs | GPT-2 | digit runs | three ASCII digits
-  EXPECT_EQ(pieces(config, "Hello,world 12345"),
-            (Strings{"Hello", ",", "world", " ", "123", "45"}));
+  EXPECT_EQ(pieces(config, "Hello,world 12345"), (Strings{"Hello", ",", "world", " ", "123", "45"}));
 }
 
 TEST(PreTokenizer, IllFormedUtf8BecomesPiecesOfItsOwn) {
@@ -64,8 +62,7 @@ TEST(PreTokenizer, IllFormedUtf8BecomesPiecesOfItsOwn) {
 }
 
 TEST(PreTokenizer, PrefixSpaceIsVirtualAndKnownToLaterSteps) {
-  PreTokenizerConfig config{
-      {PreTokenizeStep::prefix_space(), PreTokenizeStep::split(kGpt2SplitPattern)}};
+  PreTokenizerConfig config{{PreTokenizeStep::prefix_space(), PreTokenizeStep::split(kGpt2SplitPattern)}};
   EXPECT_EQ(pieces(config, "hello world"), (Strings{" hello", " world"}));
   EXPECT_EQ(pieces(config, " already"), (Strings{" already"}));
   // The added space alone is a piece when the regex cuts it off.
@@ -83,25 +80,18 @@ TEST(PreTokenizer, PrefixSpaceIsVirtualAndKnownToLaterSteps) {
 }
 
 TEST(PreTokenizer, SplitBehaviours) {
-  EXPECT_EQ(pieces(one(PreTokenizeStep::split(" ", SplitBehavior::kRemoved)), "a b  c"),
-            (Strings{"a", "b", "c"}));
-  EXPECT_EQ(
-      pieces(one(PreTokenizeStep::split_literal(",", SplitBehavior::kMergedWithPrevious, false)),
-             "a,b,,c"),
-      (Strings{"a,", "b,", ",", "c"}));
-  EXPECT_EQ(pieces(one(PreTokenizeStep::split_literal(",", SplitBehavior::kMergedWithNext, false)),
-                   "a,b,,c"),
+  EXPECT_EQ(pieces(one(PreTokenizeStep::split(" ", SplitBehavior::kRemoved)), "a b  c"), (Strings{"a", "b", "c"}));
+  EXPECT_EQ(pieces(one(PreTokenizeStep::split_literal(",", SplitBehavior::kMergedWithPrevious, false)), "a,b,,c"),
+            (Strings{"a,", "b,", ",", "c"}));
+  EXPECT_EQ(pieces(one(PreTokenizeStep::split_literal(",", SplitBehavior::kMergedWithNext, false)), "a,b,,c"),
             (Strings{"a", ",b", ",", ",c"}));
-  EXPECT_EQ(
-      pieces(one(PreTokenizeStep::split(R"(\p{L})", SplitBehavior::kContiguous, true)), "ab1 c"),
-      (Strings{"ab", "1 ", "c"}));
-  EXPECT_EQ(
-      pieces(one(PreTokenizeStep::split(R"(\p{L})", SplitBehavior::kIsolated, true)), "ab1 c"),
-      (Strings{"a", "b", "1 ", "c"}));
+  EXPECT_EQ(pieces(one(PreTokenizeStep::split(R"(\p{L})", SplitBehavior::kContiguous, true)), "ab1 c"),
+            (Strings{"ab", "1 ", "c"}));
+  EXPECT_EQ(pieces(one(PreTokenizeStep::split(R"(\p{L})", SplitBehavior::kIsolated, true)), "ab1 c"),
+            (Strings{"a", "b", "1 ", "c"}));
   // A literal pattern's regex metacharacters are plain text.
-  EXPECT_EQ(
-      pieces(one(PreTokenizeStep::split_literal(".*", SplitBehavior::kIsolated, false)), "a.*b"),
-      (Strings{"a", ".*", "b"}));
+  EXPECT_EQ(pieces(one(PreTokenizeStep::split_literal(".*", SplitBehavior::kIsolated, false)), "a.*b"),
+            (Strings{"a", ".*", "b"}));
 }
 
 TEST(PreTokenizer, EmptyMatchesCutNothing) {

@@ -61,8 +61,8 @@ void expect_golden_ids(const Tokenizer& t, const json& v) {
   const auto ids = v["ids"].get<std::vector<Ids>>();
   ASSERT_EQ(texts.size(), ids.size());
   for (size_t i = 0; i < texts.size(); ++i) {
-    EXPECT_EQ(t.encode(texts[i], false), ids[i]) << "variant " << v["name"] << ", string #" << i
-                                                 << ": " << ::testing::PrintToString(texts[i]);
+    EXPECT_EQ(t.encode(texts[i], false), ids[i])
+        << "variant " << v["name"] << ", string #" << i << ": " << ::testing::PrintToString(texts[i]);
   }
 }
 
@@ -162,14 +162,12 @@ TEST(SmolLM2Tokenizer, RoundTripsRandomBytes) {
   const Tokenizer& t = smollm2();
   std::vector<char> bytes_with_tokens;
   for (int b = 0; b < 256; ++b) {
-    if (t.token_id(byte_level_encode(std::string(1, char(b)))))
-      bytes_with_tokens.push_back(char(b));
+    if (t.token_id(byte_level_encode(std::string(1, char(b))))) bytes_with_tokens.push_back(char(b));
   }
   ASSERT_GT(bytes_with_tokens.size(), 200u);
   std::mt19937 rng(2024);
-  const std::vector<std::string> parts = {
-      "<|im_start|>",     "<|im_end|>", " the", "1234",    "\n\n", "é",
-      "\xF0\x9F\x90\x8D", "   ",        "'s",   "\xE2\x9D"};
+  const std::vector<std::string> parts = {"<|im_start|>",     "<|im_end|>", " the", "1234",    "\n\n", "é",
+                                          "\xF0\x9F\x90\x8D", "   ",        "'s",   "\xE2\x9D"};
   for (int iter = 0; iter < 3000; ++iter) {
     std::string s;
     for (int k = static_cast<int>(rng() % 30); k > 0; --k) {

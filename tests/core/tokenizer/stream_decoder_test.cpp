@@ -36,8 +36,7 @@ TEST(StreamDecoder, HoldsAnEmojiUntilItsLastByte) {
 TEST(StreamDecoder, JoinedOutputEqualsDecodeForValidText) {
   const Tokenizer t(tiny_spec());
   std::mt19937 rng(5);
-  const std::string parts[] = {"hello", " world", "é", "日本", "\xF0\x9F\x90\x8D",
-                               "<s>",   " ",      "aa"};
+  const std::string parts[] = {"hello", " world", "é", "日本", "\xF0\x9F\x90\x8D", "<s>", " ", "aa"};
   for (int iter = 0; iter < 500; ++iter) {
     std::string s;
     for (int k = static_cast<int>(rng() % 12); k > 0; --k) s += parts[rng() % 8];

@@ -36,22 +36,17 @@ json tiny_json() {
                      {"normalized", false},
                      {"special", s.token_types[i] == 3}});
   }
-  return {
-      {"version", "1.0"},
-      {"added_tokens", added},
-      {"normalizer", nullptr},
-      {"pre_tokenizer",
-       {{"type", "ByteLevel"},
-        {"add_prefix_space", false},
-        {"trim_offsets", true},
-        {"use_regex", true}}},
-      {"post_processor", nullptr},
-      {"decoder", {{"type", "ByteLevel"}}},
-      {"model", {{"type", "BPE"}, {"vocab", vocab}, {"merges", s.merges}, {"unk_token", nullptr}}}};
+  return {{"version", "1.0"},
+          {"added_tokens", added},
+          {"normalizer", nullptr},
+          {"pre_tokenizer",
+           {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", true}, {"use_regex", true}}},
+          {"post_processor", nullptr},
+          {"decoder", {{"type", "ByteLevel"}}},
+          {"model", {{"type", "BPE"}, {"vocab", vocab}, {"merges", s.merges}, {"unk_token", nullptr}}}};
 }
 
-const std::vector<std::string> kTexts = {"hello world", "<|im_start|>abc<tool_call>aaaaa",
-                                         "é 12\n\n", "<s>x</s>"};
+const std::vector<std::string> kTexts = {"hello world", "<|im_start|>abc<tool_call>aaaaa", "é 12\n\n", "<s>x</s>"};
 
 void expect_same_as_tiny_spec(const Tokenizer& t) {
   TokenizerSpec spec = tiny_spec();
@@ -103,8 +98,7 @@ TEST(TokenizerJson, TemplatePostProcessorImpliesBos) {
        {{{"type", "ByteLevel"}},
         {{"type", "TemplateProcessing"},
          {"single",
-          {{{"SpecialToken", {{"id", "<s>"}, {"type_id", 0}}}},
-           {{"Sequence", {{"id", "A"}, {"type_id", 0}}}}}},
+          {{{"SpecialToken", {{"id", "<s>"}, {"type_id", 0}}}}, {{"Sequence", {{"id", "A"}, {"type_id", 0}}}}}},
          {"special_tokens", {{"<s>", {{"id", "<s>"}, {"ids", {0}}, {"tokens", {"<s>"}}}}}}}}}};
   ScratchDir dir;
   const Tokenizer t = Tokenizer::from_hf_json(dir.write("tokenizer.json", j.dump()));
@@ -118,10 +112,7 @@ TEST(TokenizerJson, PrefixSpaceAndSplitPipeline) {
   j["pre_tokenizer"] = {
       {"type", "Sequence"},
       {"pretokenizers",
-       {{{"type", "Split"},
-         {"pattern", {{"String", "|"}}},
-         {"behavior", "Removed"},
-         {"invert", false}},
+       {{{"type", "Split"}, {"pattern", {{"String", "|"}}}, {"behavior", "Removed"}, {"invert", false}},
         {{"type", "ByteLevel"}, {"add_prefix_space", true}, {"use_regex", false}}}}};
   ScratchDir dir;
   const Tokenizer t = Tokenizer::from_hf_json(dir.write("tokenizer.json", j.dump()));
@@ -133,8 +124,7 @@ TEST(TokenizerJson, PrefixSpaceAndSplitPipeline) {
 
 // Writes `j` (or raw text) as tokenizer.json and expects a LoadError whose
 // message names the file and contains `expected`.
-void expect_load_error(const std::string& contents, const std::string& expected,
-                       const std::string& config = "") {
+void expect_load_error(const std::string& contents, const std::string& expected, const std::string& config = "") {
   ScratchDir dir;
   if (!config.empty()) dir.write("tokenizer_config.json", config);
   const std::string path = dir.write("tokenizer.json", contents);
@@ -155,37 +145,31 @@ json with(std::function<void(json&)> edit) {
 }
 
 TEST(TokenizerJson, BadFilesAreLoadErrorsNamingFileAndProblem) {
-  expect_load_error(with([](json& j) { j["model"].erase("vocab"); }).dump(),
-                    "model.vocab is missing");
+  expect_load_error(with([](json& j) { j["model"].erase("vocab"); }).dump(), "model.vocab is missing");
   expect_load_error(with([](json& j) { j["model"]["merges"].push_back("h zz"); }).dump(),
                     "right token 'zz' is not in the vocabulary");
   expect_load_error(with([](json& j) {
                       j["pre_tokenizer"] = {{"type", "Whitespace"}};
                     }).dump(),
                     "pre_tokenizer type 'Whitespace' is not supported");
+  expect_load_error(with([](json& j) {
+                      j["pre_tokenizer"] = {{"type", "Sequence"}, {"pretokenizers", {{{"type", "Metaspace"}}}}};
+                    }).dump(),
+                    "pre_tokenizer.pretokenizers[0] type 'Metaspace' is not supported");
   expect_load_error(
       with([](json& j) {
-        j["pre_tokenizer"] = {{"type", "Sequence"}, {"pretokenizers", {{{"type", "Metaspace"}}}}};
+        j["pre_tokenizer"] = {
+            {"type", "Sequence"},
+            {"pretokenizers", {{{"type", "ByteLevel"}}, {{"type", "Digits"}, {"individual_digits", true}}}}};
       }).dump(),
-      "pre_tokenizer.pretokenizers[0] type 'Metaspace' is not supported");
-  expect_load_error(with([](json& j) {
-                      j["pre_tokenizer"] = {{"type", "Sequence"},
-                                            {"pretokenizers",
-                                             {{{"type", "ByteLevel"}},
-                                              {{"type", "Digits"}, {"individual_digits", true}}}}};
-                    }).dump(),
-                    "after ByteLevel is not supported");
-  expect_load_error(with([](json& j) {
-                      j["pre_tokenizer"] = {{"type", "Digits"}};
-                    }).dump(),
-                    "no ByteLevel step");
+      "after ByteLevel is not supported");
+  expect_load_error(with([](json& j) { j["pre_tokenizer"] = {{"type", "Digits"}}; }).dump(), "no ByteLevel step");
   expect_load_error(
       with([](json& j) {
         j["pre_tokenizer"] = {
             {"type", "Sequence"},
             {"pretokenizers",
-             {{{"type", "Split"}, {"pattern", {{"Regex", "(["}}}, {"behavior", "Isolated"}},
-              {{"type", "ByteLevel"}}}}};
+             {{{"type", "Split"}, {"pattern", {{"Regex", "(["}}}, {"behavior", "Isolated"}}, {{"type", "ByteLevel"}}}}};
       }).dump(),
       "pattern '(['");
   expect_load_error(with([](json& j) {
@@ -200,8 +184,7 @@ TEST(TokenizerJson, BadFilesAreLoadErrorsNamingFileAndProblem) {
                     "model.type 'Unigram' is not supported");
   expect_load_error(with([](json& j) { j["model"]["vocab"]["hello"] = "x"; }).dump(),
                     "model.vocab[\"hello\"] must be an integer");
-  expect_load_error(with([](json& j) { j["model"]["vocab"]["zzz"] = 1000000; }).dump(),
-                    "id 1000000 leaves holes");
+  expect_load_error(with([](json& j) { j["model"]["vocab"]["zzz"] = 1000000; }).dump(), "id 1000000 leaves holes");
   expect_load_error(with([](json& j) { j["added_tokens"][0]["lstrip"] = true; }).dump(),
                     "sets lstrip, which is not supported");
   expect_load_error(with([](json& j) {
@@ -213,8 +196,7 @@ TEST(TokenizerJson, BadFilesAreLoadErrorsNamingFileAndProblem) {
                     }).dump(),
                     "nested too deeply");
   expect_load_error("{\"model\": ", "invalid JSON");
-  expect_load_error(tiny_json().dump(), "bos_token '<nope>' is not in the vocabulary",
-                    R"({"bos_token": "<nope>"})");
+  expect_load_error(tiny_json().dump(), "bos_token '<nope>' is not in the vocabulary", R"({"bos_token": "<nope>"})");
 }
 
 TEST(TokenizerJson, MissingFileIsALoadError) {
@@ -223,8 +205,7 @@ TEST(TokenizerJson, MissingFileIsALoadError) {
     Tokenizer::from_hf_json(dir.file("absent.json"));
     FAIL() << "expected LoadError";
   } catch (const LoadError& e) {
-    EXPECT_NE(std::string(e.what()).find("absent.json: cannot open"), std::string::npos)
-        << e.what();
+    EXPECT_NE(std::string(e.what()).find("absent.json: cannot open"), std::string::npos) << e.what();
   }
 }
 

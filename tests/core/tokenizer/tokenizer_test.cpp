@@ -38,13 +38,11 @@ TEST(Tokenizer, MergesInRankOrder) {
 TEST(Tokenizer, FallsBackToByteTokens) {
   const Tokenizer t(tiny_spec());
   // No merges cover these: one token per byte, including each byte of "é".
-  EXPECT_EQ(t.encode("é!", false),
-            (Ids{tiny_byte_id(0xC3), tiny_byte_id(0xA9), tiny_byte_id('!')}));
+  EXPECT_EQ(t.encode("é!", false), (Ids{tiny_byte_id(0xC3), tiny_byte_id(0xA9), tiny_byte_id('!')}));
   // " hellx": the regex keeps " hellx" whole; merges reach "hell" but not " hell".
   EXPECT_EQ(t.encode(" hellx", false), (Ids{tiny_byte_id(' '), id(t, "hell"), tiny_byte_id('x')}));
   const std::string with_nul("a\0b", 3);
-  EXPECT_EQ(t.encode(with_nul, false),
-            (Ids{tiny_byte_id('a'), tiny_byte_id(0), tiny_byte_id('b')}));
+  EXPECT_EQ(t.encode(with_nul, false), (Ids{tiny_byte_id('a'), tiny_byte_id(0), tiny_byte_id('b')}));
 }
 
 TEST(Tokenizer, SpecialTokensAreMatchedWholeLongestFirst) {
@@ -126,9 +124,7 @@ std::string load_error(TokenizerSpec spec) {
 }
 
 TEST(Tokenizer, RejectsBadSpecs) {
-  auto contains = [](const std::string& msg, const std::string& part) {
-    return msg.find(part) != std::string::npos;
-  };
+  auto contains = [](const std::string& msg, const std::string& part) { return msg.find(part) != std::string::npos; };
   {
     TokenizerSpec s = tiny_spec();
     s.merges.push_back("hello");

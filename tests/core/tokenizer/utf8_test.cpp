@@ -93,8 +93,8 @@ TEST(Utf8, ValidPrefixMatchesReferenceOnRandomBytes) {
     std::string s;
     const int n = static_cast<int>(rng() % 8);
     for (int k = 0; k < n; ++k) {
-      s.push_back(static_cast<char>(rng() % 2 ? interesting[rng() % sizeof(interesting)]
-                                              : static_cast<unsigned char>(rng())));
+      s.push_back(
+          static_cast<char>(rng() % 2 ? interesting[rng() % sizeof(interesting)] : static_cast<unsigned char>(rng())));
     }
     ASSERT_EQ(utf8_valid_prefix(s), reference_valid_prefix(s)) << testing::PrintToString(s);
   }

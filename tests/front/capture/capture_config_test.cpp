@@ -20,8 +20,10 @@ class Env {
   Env& operator=(const Env&) = delete;
   ~Env() {
     for (auto& [name, old] : saved_) {
-      if (old.first) ::setenv(name.c_str(), old.second.c_str(), 1);
-      else ::unsetenv(name.c_str());
+      if (old.first)
+        ::setenv(name.c_str(), old.second.c_str(), 1);
+      else
+        ::unsetenv(name.c_str());
     }
   }
   Env& set(const std::string& name, const char* value) {
@@ -29,8 +31,10 @@ class Env {
       const char* old = std::getenv(name.c_str());
       saved_[name] = {old != nullptr, old ? old : ""};
     }
-    if (value) ::setenv(name.c_str(), value, 1);
-    else ::unsetenv(name.c_str());
+    if (value)
+      ::setenv(name.c_str(), value, 1);
+    else
+      ::unsetenv(name.c_str());
     return *this;
   }
 
@@ -100,7 +104,8 @@ TEST(CaptureConfig, EnvironmentFillsUnsetFields) {
 TEST(CaptureConfig, EngineArgsWinOverEnvironment) {
   CleanEnv env;
   env.set("NNSIGHT_CAPTURE_ENABLED", "1").set("NNSIGHT_CAPTURE_LAYERS", "1").set("NNSIGHT_CAPTURE_SAMPLE_RATE", "0.5");
-  CaptureConfig c = resolve_capture_config(EngineArgs().capture_enabled(false).capture_layers("2-3").capture_sample_rate(0.1));
+  CaptureConfig c =
+      resolve_capture_config(EngineArgs().capture_enabled(false).capture_layers("2-3").capture_sample_rate(0.1));
   EXPECT_FALSE(c.enabled);
   EXPECT_EQ(c.layers, "2-3");
   EXPECT_DOUBLE_EQ(c.sample_rate, 0.1);

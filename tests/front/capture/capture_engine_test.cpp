@@ -143,8 +143,8 @@ TEST(Capture, GreedyOutputsEqualWithCaptureOnAndOff) {
   auto off = run(*testing::tiny_engine(base_args(), model), requests(16, 8));
   auto on = run(*testing::tiny_engine(capture_args(engine_id("onoff"), ""), model), requests(16, 8));
   EXPECT_EQ(on, off);
-  auto compressed =
-      run(*testing::tiny_engine(capture_args(engine_id("onoffk"), "1").capture_compression_k(2), model), requests(16, 8));
+  auto compressed = run(*testing::tiny_engine(capture_args(engine_id("onoffk"), "1").capture_compression_k(2), model),
+                        requests(16, 8));
   EXPECT_EQ(compressed, off);
 }
 
@@ -207,7 +207,8 @@ int wait_exit(pid_t pid, double timeout_s) {
   const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
   int status = 0;
   while (std::chrono::steady_clock::now() < end) {
-    if (::waitpid(pid, &status, WNOHANG) == pid) return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    if (::waitpid(pid, &status, WNOHANG) == pid)
+      return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   ::kill(pid, SIGKILL);
@@ -441,8 +442,8 @@ TEST(Capture, CliCaptureReadPrintsARunningEnginesRecords) {
     long long step, pos;
     int layer;
     double norm;
-    ASSERT_EQ(std::sscanf(lines[i].c_str(), "seq=%llu request=%llu step=%lld layer=%d pos=%lld norm=%lf", &seq, &request,
-                          &step, &layer, &pos, &norm),
+    ASSERT_EQ(std::sscanf(lines[i].c_str(), "seq=%llu request=%llu step=%lld layer=%d pos=%lld norm=%lf", &seq,
+                          &request, &step, &layer, &pos, &norm),
               6)
         << lines[i];
     const Key k{request, step, layer, pos};
@@ -482,7 +483,8 @@ TEST(Capture, BadSettingsFailStartUp) {
             "capture layers '0,4': layer 4 in '0,4' is out of range; the model has 4 layers (0-3)");
   EXPECT_EQ(error(capture_args("bad id", "0")),
             "engine_id 'bad id' has the character ' '; use only letters, digits, '.', '_' and '-'");
-  EXPECT_EQ(error(capture_args(engine_id("bad2"), "0").capture_buffer_size_gb(1e-6)).rfind("capture buffer of 1074 bytes is too small", 0),
+  EXPECT_EQ(error(capture_args(engine_id("bad2"), "0").capture_buffer_size_gb(1e-6))
+                .rfind("capture buffer of 1074 bytes is too small", 0),
             0u);
 }
 

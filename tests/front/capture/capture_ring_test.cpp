@@ -94,7 +94,8 @@ TEST(CaptureRing, OldRecordsAreOverwrittenAndCounted) {
   ASSERT_FALSE(all.empty());
   EXPECT_LT(all.size(), n);
   EXPECT_EQ(all.back().seq, n);
-  for (size_t i = 1; i < all.size(); ++i) EXPECT_EQ(all[i].seq, all[i - 1].seq + 1) << "the survivors are the newest, contiguous";
+  for (size_t i = 1; i < all.size(); ++i)
+    EXPECT_EQ(all[i].seq, all[i - 1].seq + 1) << "the survivors are the newest, contiguous";
   for (const auto& r : all) expect_consistent(r, 16);
   EXPECT_EQ(reader.overwritten(), n - all.size());
 }
@@ -138,7 +139,8 @@ TEST(CaptureRing, ReaderRacingALappingWriterNeverReturnsTornRecords) {
 TEST(CaptureRing, MixedSizeRecordsNeverTornAtTheByteLevel) {
   const std::string id = unique_id("bytes");
   const int64_t hidden = 24, k = 4;
-  RingWriter w(RingOptions().with_engine_id(id).with_buffer_bytes(48 << 10).with_hidden_size(hidden).with_compression_k(k));
+  RingWriter w(
+      RingOptions().with_engine_id(id).with_buffer_bytes(48 << 10).with_hidden_size(hidden).with_compression_k(k));
   RingReader ring(capture_segment_name(id, 0));
   std::atomic<bool> stop{false};
   std::thread writer([&] {
@@ -148,9 +150,20 @@ TEST(CaptureRing, MixedSizeRecordsNeverTornAtTheByteLevel) {
       m.request_id = i;
       const uint64_t seq = w.next_seq();
       switch (i % 3) {
-        case 0: m.kind = RecordKind::kDense; m.shape0 = hidden; break;
-        case 1: m.kind = RecordKind::kCoefficients; m.shape0 = k; m.basis_seq = seq + 1; break;
-        default: m.kind = RecordKind::kBasis; m.shape0 = k; m.shape1 = hidden; break;
+        case 0:
+          m.kind = RecordKind::kDense;
+          m.shape0 = hidden;
+          break;
+        case 1:
+          m.kind = RecordKind::kCoefficients;
+          m.shape0 = k;
+          m.basis_seq = seq + 1;
+          break;
+        default:
+          m.kind = RecordKind::kBasis;
+          m.shape0 = k;
+          m.shape1 = hidden;
+          break;
       }
       const int64_t n = m.shape0 * std::max<int64_t>(m.shape1, 1);
       for (int64_t j = 0; j < n; ++j) buf[static_cast<size_t>(j)] = value_for(seq, j);
@@ -191,7 +204,7 @@ TEST(CaptureRing, MarkedRequestsSurviveOverwritesAndSave) {
   ASSERT_TRUE(reader.mark(8));
   reader.unmark(8);
   EXPECT_FALSE(reader.mark(0));
-  w.publish();  // the writer picks marks up at its step boundary
+  w.publish();                          // the writer picks marks up at its step boundary
   std::map<uint64_t, uint64_t> seq_of;  // request 7's and 8's records: seq -> step
   for (uint64_t i = 0; i < 4000; ++i) {
     const uint64_t request = (i % 500 == 3) ? 7 : (i % 500 == 4) ? 8 : 100 + i;
@@ -233,7 +246,8 @@ TEST(CaptureRing, MarkedRequestsSurviveOverwritesAndSave) {
 TEST(CaptureRing, CompressedRowsReconstructFromTheirBasis) {
   const std::string id = unique_id("basis");
   const int64_t hidden = 6, k = 2, n = 3;
-  RingWriter w(RingOptions().with_engine_id(id).with_buffer_bytes(1 << 20).with_hidden_size(hidden).with_compression_k(k));
+  RingWriter w(
+      RingOptions().with_engine_id(id).with_buffer_bytes(1 << 20).with_hidden_size(hidden).with_compression_k(k));
   ActivationReader reader(id);
   const float coeff[n][k] = {{1, 2}, {0, -1}, {3, 0.5f}};
   const float basis[k][hidden] = {{1, 0, 0, 1, 0, 2}, {0, 1, 1, 0, -1, 0}};
@@ -265,7 +279,8 @@ TEST(CaptureRing, CompressedRowsReconstructFromTheirBasis) {
 
 TEST(CaptureRing, SegmentIsUnlinkedOnCleanShutdown) {
   const std::string id = unique_id("unlink");
-  auto w = std::make_unique<RingWriter>(RingOptions().with_engine_id(id).with_buffer_bytes(1 << 20).with_hidden_size(4));
+  auto w =
+      std::make_unique<RingWriter>(RingOptions().with_engine_id(id).with_buffer_bytes(1 << 20).with_hidden_size(4));
   ActivationReader attached(id);
   append_dense(*w, 1, 0, 0, 4);
   w->publish();
@@ -355,7 +370,8 @@ TEST(CaptureRing, HostileSegmentsAreRefusedNotTrusted) {
     h->data_bytes = 1024;
     h->magic.store(kSegmentMagic);
   }
-  EXPECT_EQ(attach_error(), "capture: '" + name + "' is not a readable capture segment: a region lies outside the segment");
+  EXPECT_EQ(attach_error(),
+            "capture: '" + name + "' is not a readable capture segment: a region lies outside the segment");
   ShmSegment::unlink(name);
 
   // A valid geometry whose index and data are garbage, with a huge published

@@ -59,7 +59,7 @@ TEST(RealModelTraceCli, AblationGraphMatchesTheCppTrace) {
   const std::string graph = std::string(NNSIGHT_SOURCE_DIR) + "/tests/data/cli/ablate_mlp.json";
   const std::string out = dir.file("saves.safetensors");
   CliRun r = run_cli("trace --model " + quote(model) + " --prompt " + quote(kEiffel) + " --graph " + quote(graph) +
-              " --max-tokens 3 --out " + quote(out) + " --no-progress");
+                     " --max-tokens 3 --out " + quote(out) + " --no-progress");
   ASSERT_EQ(r.status, 0) << r.errors;
 
   LanguageModel lm(EngineArgs().model(model).show_progress(false));
@@ -85,26 +85,28 @@ TEST(RealModelTraceCli, AblationGraphMatchesTheCppTrace) {
   // One graph for two prompts: the saves of each prompt under "<i>/".
   const std::string out2 = dir.file("two.safetensors");
   CliRun two = run_cli("trace --model " + quote(model) + " --prompt " + quote(kEiffel) + " --prompt " +
-                quote("The Colosseum is located in the city of") + " --graph " + quote(graph) + " --out " +
-                quote(out2) + " --no-progress");
+                       quote("The Colosseum is located in the city of") + " --graph " + quote(graph) + " --out " +
+                       quote(out2) + " --no-progress");
   ASSERT_EQ(two.status, 0) << two.errors;
   SafetensorsFile f2(out2);
   EXPECT_EQ(f2.tensors().size(), 4u);
   EXPECT_LE((f2.load("0/logits") - cpp[logits]).abs().max().item<double>(), 1e-4);
-  EXPECT_EQ(f2.load("1/layer29").size(0), static_cast<int64_t>(lm.encode("The Colosseum is located in the city of").size()));
+  EXPECT_EQ(f2.load("1/layer29").size(0),
+            static_cast<int64_t>(lm.encode("The Colosseum is located in the city of").size()));
 }
 
 TEST(RealModelTraceCli, GraphErrorsNameTheNodeAndItsPosition) {
   testing::ScratchDir dir;
   const std::string graph = std::string(NNSIGHT_SOURCE_DIR) + "/tests/data/cli/bad_reference.json";
   CliRun r = run_cli("trace --model " + quote(testing::default_model_path()) + " --prompt hi --graph " + quote(graph) +
-              " --out " + quote(dir.file("x.safetensors")) + " --no-progress");
+                     " --out " + quote(dir.file("x.safetensors")) + " --no-progress");
   EXPECT_EQ(r.status, 1) << r.errors;
   EXPECT_NE(r.errors.find("bad_reference.json:4:5: node 1 (op 'softmax')"), std::string::npos) << r.errors;
   // A path the model does not have: found before anything runs, with the line.
-  const std::string typo = dir.write("typo.json", "{\"nodes\": [\n  {\"kind\": \"get\", \"key\": \"model.layers.3.mpl.output\"}\n]}\n");
-  r = run_cli("trace --model " + quote(testing::default_model_path()) + " --prompt hi --graph " + quote(typo) + " --out " +
-          quote(dir.file("y.safetensors")) + " --no-progress");
+  const std::string typo =
+      dir.write("typo.json", "{\"nodes\": [\n  {\"kind\": \"get\", \"key\": \"model.layers.3.mpl.output\"}\n]}\n");
+  r = run_cli("trace --model " + quote(testing::default_model_path()) + " --prompt hi --graph " + quote(typo) +
+              " --out " + quote(dir.file("y.safetensors")) + " --no-progress");
   EXPECT_EQ(r.status, 1) << r.errors;
   EXPECT_NE(r.errors.find("typo.json:2"), std::string::npos) << r.errors;
   EXPECT_NE(r.errors.find("model.layers.3.mlp"), std::string::npos) << r.errors;
@@ -125,9 +127,10 @@ TEST(RealModelTraceCli, TraceThatCanNeverBeAdmittedExitsAtOnceNamingTheLimit) {
   EXPECT_NE(r.status, 0);
   EXPECT_NE(r.errors.find("max_num_seqs is 2"), std::string::npos) << r.errors;
   // Three prompts of three tokens each: one fits the budget of 4, the three together do not.
-  r = run_cli("trace --model " + model + " --max-num-batched-tokens 4 --prompt 'one two three' --prompt 'four five six'"
-              " --prompt 'seven eight nine' --graph " + quote(graph) + " --out " + quote(dir.file("y.safetensors")) +
-              " --no-progress");
+  r = run_cli("trace --model " + model +
+              " --max-num-batched-tokens 4 --prompt 'one two three' --prompt 'four five six'"
+              " --prompt 'seven eight nine' --graph " +
+              quote(graph) + " --out " + quote(dir.file("y.safetensors")) + " --no-progress");
   EXPECT_NE(r.status, 0);
   EXPECT_NE(r.errors.find("max_num_batched_tokens is 4"), std::string::npos) << r.errors;
   r = run_cli("trace --model " + model + " --kv-cache-mb 1 --max-tokens 4000" + prompts);

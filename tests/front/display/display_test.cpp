@@ -86,7 +86,11 @@ TEST(Display, SavedTensorStatisticsAndValues) {
   double mean = 0, sq = 0;
   for (double x : v) mean += x / 24;
   for (double x : v) sq += (x - mean) * (x - mean);
-  const double stddev = std::sqrt(sq / 23), norm = std::sqrt([&] { double s = 0; for (double x : v) s += x * x; return s; }());
+  const double stddev = std::sqrt(sq / 23), norm = std::sqrt([&] {
+                                              double s = 0;
+                                              for (double x : v) s += x * x;
+                                              return s;
+                                            }());
   EXPECT_NE(text.find("min      -5\n"), std::string::npos) << text;
   EXPECT_NE(text.find("max      18\n"), std::string::npos) << text;
   EXPECT_NE(text.find("mean     " + display::format_number(mean) + "\n"), std::string::npos) << text;
@@ -187,8 +191,9 @@ TEST(Display, LogitLensIsAWellFormedSvgHeatmap) {
   EXPECT_NE(svg.find("\\xFF"), std::string::npos);
   EXPECT_EQ(count(svg, "</svg>"), 1u);
   // Fills darken with the probability: cell (0,0) p=0 is the light end, (1,1) p=1 the dark end.
-  std::regex cell("<rect class=\"cell\"[^>]*fill=\"(#[0-9a-f]{6})\"[^>]*data-layer=\"(\\d+)\" data-position=\"(\\d+)\" "
-                  "data-prob=\"([0-9.]+)\"");
+  std::regex cell(
+      "<rect class=\"cell\"[^>]*fill=\"(#[0-9a-f]{6})\"[^>]*data-layer=\"(\\d+)\" data-position=\"(\\d+)\" "
+      "data-prob=\"([0-9.]+)\"");
   std::map<std::pair<int, int>, std::pair<std::string, double>> cells;
   for (std::sregex_iterator it(svg.begin(), svg.end(), cell), end; it != end; ++it)
     cells[{std::stoi((*it)[2]), std::stoi((*it)[3])}] = {(*it)[1], std::stod((*it)[4])};

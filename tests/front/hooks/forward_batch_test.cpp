@@ -30,32 +30,33 @@ std::vector<Seen>& seen() {
   return s;
 }
 
-const detail::HookFactoryRegistrar kRecordBatch("test_hooks", "record_batch", [](const nlohmann::json&) -> ForwardHookFn {
-  return [](const HookedModule&, const HookValue&, const HookValue& out) -> std::optional<HookValue> {
-    auto batch = current_forward_batch();
-    EXPECT_TRUE(batch.has_value());
-    if (!batch) return std::nullopt;
-    Seen s;
-    s.engine_step = batch->engine_step();
-    s.num_tokens = batch->num_tokens();
-    for (size_t i = 0; i < batch->num_requests(); ++i) s.requests.push_back(batch->request(i));
-    EXPECT_THROW(batch->request(batch->num_requests()), std::out_of_range);
-    // request_of_row and find agree with the list.
-    for (const auto& r : s.requests) {
-      for (int64_t row = r.token_start; row < r.token_start + r.num_tokens; ++row) {
-        auto owner = batch->request_of_row(row);
-        EXPECT_TRUE(owner && owner->request_id == r.request_id);
-      }
-      auto found = batch->find(r.request_id);
-      EXPECT_TRUE(found && found->token_start == r.token_start);
-    }
-    EXPECT_FALSE(batch->request_of_row(s.num_tokens).has_value());
-    EXPECT_FALSE(batch->find(999999).has_value());
-    s.output = out.tensor().clone();
-    seen().push_back(std::move(s));
-    return std::nullopt;
-  };
-});
+const detail::HookFactoryRegistrar kRecordBatch(
+    "test_hooks", "record_batch", [](const nlohmann::json&) -> ForwardHookFn {
+      return [](const HookedModule&, const HookValue&, const HookValue& out) -> std::optional<HookValue> {
+        auto batch = current_forward_batch();
+        EXPECT_TRUE(batch.has_value());
+        if (!batch) return std::nullopt;
+        Seen s;
+        s.engine_step = batch->engine_step();
+        s.num_tokens = batch->num_tokens();
+        for (size_t i = 0; i < batch->num_requests(); ++i) s.requests.push_back(batch->request(i));
+        EXPECT_THROW(batch->request(batch->num_requests()), std::out_of_range);
+        // request_of_row and find agree with the list.
+        for (const auto& r : s.requests) {
+          for (int64_t row = r.token_start; row < r.token_start + r.num_tokens; ++row) {
+            auto owner = batch->request_of_row(row);
+            EXPECT_TRUE(owner && owner->request_id == r.request_id);
+          }
+          auto found = batch->find(r.request_id);
+          EXPECT_TRUE(found && found->token_start == r.token_start);
+        }
+        EXPECT_FALSE(batch->request_of_row(s.num_tokens).has_value());
+        EXPECT_FALSE(batch->find(999999).has_value());
+        s.output = out.tensor().clone();
+        seen().push_back(std::move(s));
+        return std::nullopt;
+      };
+    });
 
 TEST(ForwardBatch, OutsideAForwardThereIsNone) { EXPECT_FALSE(current_forward_batch().has_value()); }
 
@@ -64,7 +65,10 @@ TEST(ForwardBatch, MixedPrefillDecodeRowsBelongToTheRightRequests) {
   auto model = testing::tiny_llama();
   const auto params = testing::parameters_of(*model);
   // A small token budget forces chunked prefill next to running decodes.
-  EngineArgs args = EngineArgs().kv_cache_memory_mb(4).show_progress(false).max_num_batched_tokens(12)
+  EngineArgs args = EngineArgs()
+                        .kv_cache_memory_mb(4)
+                        .show_progress(false)
+                        .max_num_batched_tokens(12)
                         .enable_prefix_caching(false)
                         .forward_hooks(R"([{"name": "rows", "target_modules": ["model.norm"],
                                             "hook_factory": "test_hooks:record_batch"}])");
@@ -111,8 +115,10 @@ TEST(ForwardBatch, MixedPrefillDecodeRowsBelongToTheRightRequests) {
       next_row += r.num_tokens;
       EXPECT_EQ(r.first_position, computed[r.request_id]);
       EXPECT_EQ(r.generation_step, generated[r.request_id]);
-      if (r.generation_step > 0) has_decode = true;
-      else has_prefill = true;
+      if (r.generation_step > 0)
+        has_decode = true;
+      else
+        has_prefill = true;
       // The rows the hook got for this request are that request's own values.
       at::Tensor rows = s.output.narrow(0, r.token_start, r.num_tokens);
       at::Tensor expected = dense[r.request_id].narrow(0, r.first_position, r.num_tokens);

@@ -69,8 +69,8 @@ std::string config_error(CausalLM& model, const json& specs) {
 TEST(ForwardHooks, SpecWithoutTargetModulesIsSkippedWithWarning) {
   auto model = testing::tiny_llama();
   LogCapture log;
-  auto installed = hooks::install_forward_hooks(
-      *model, json::parse(R"([{"name": "a", "hook_factory": "test_hooks:record"},
+  auto installed =
+      hooks::install_forward_hooks(*model, json::parse(R"([{"name": "a", "hook_factory": "test_hooks:record"},
                               {"name": "b", "target_modules": [], "hook_factory": "test_hooks:record"}])"));
   EXPECT_EQ(installed.size(), 0u);
   EXPECT_EQ(attached(*model), 0);
@@ -82,8 +82,7 @@ TEST(ForwardHooks, SpecWithoutTargetModulesIsSkippedWithWarning) {
 TEST(ForwardHooks, SpecWithoutHookFactoryIsSkippedWithWarning) {
   auto model = testing::tiny_llama();
   LogCapture log;
-  auto installed =
-      hooks::install_forward_hooks(*model, json::parse(R"([{"name": "x", "target_modules": ["model.norm"]},
+  auto installed = hooks::install_forward_hooks(*model, json::parse(R"([{"name": "x", "target_modules": ["model.norm"]},
                                                            {"target_modules": ["model.norm"], "hook_factory": ""}])"));
   EXPECT_EQ(installed.size(), 0u);
   EXPECT_EQ(log.messages(LogLevel::kWarning),
@@ -97,14 +96,15 @@ TEST(ForwardHooks, FactoryReturningNullIsSkippedWithWarning) {
   auto installed = hooks::install_forward_hooks(
       *model, json::parse(R"([{"name": "n", "target_modules": ["model.norm"], "hook_factory": "test_hooks:none"},
                               {"name": "p", "target_modules": ["model.norm"],
-                               "hook_factory": ")" + std::string(NNSIGHT_TEST_PLUGIN) + R"(:none"}])"));
+                               "hook_factory": ")" +
+                          std::string(NNSIGHT_TEST_PLUGIN) + R"(:none"}])"));
   EXPECT_EQ(installed.size(), 0u);
   EXPECT_EQ(attached(*model), 0);
-  EXPECT_EQ(log.messages(LogLevel::kWarning),
-            (std::vector<std::string>{
-                "Hook factory 'test_hooks:none' for spec 'n' returned None, not registering any hook",
-                "Hook factory '" + std::string(NNSIGHT_TEST_PLUGIN) +
-                    ":none' for spec 'p' returned None, not registering any hook"}));
+  EXPECT_EQ(
+      log.messages(LogLevel::kWarning),
+      (std::vector<std::string>{"Hook factory 'test_hooks:none' for spec 'n' returned None, not registering any hook",
+                                "Hook factory '" + std::string(NNSIGHT_TEST_PLUGIN) +
+                                    ":none' for spec 'p' returned None, not registering any hook"}));
 }
 
 TEST(ForwardHooks, NoMatchWarnsAndLaterSpecsStillAttach) {
@@ -115,7 +115,8 @@ TEST(ForwardHooks, NoMatchWarnsAndLaterSpecsStillAttach) {
                                "hook_factory": "test_hooks:record"},
                               {"name": "hit", "target_modules": ["model.layers.*.mlp"],
                                "hook_factory": "test_hooks:record"}])"));
-  EXPECT_TRUE(log.has(LogLevel::kWarning, "No modules matched hook spec 'miss' patterns=['nothing.*', 'model.layers.9']"));
+  EXPECT_TRUE(
+      log.has(LogLevel::kWarning, "No modules matched hook spec 'miss' patterns=['nothing.*', 'model.layers.9']"));
   EXPECT_EQ(installed.size(), 2u);
   EXPECT_EQ(log.messages(LogLevel::kInfo),
             (std::vector<std::string>{"Registered forward hook 'hit' on model.layers.0.mlp",
@@ -126,7 +127,8 @@ TEST(ForwardHooks, PatternsMatchEveryModulePathWithFnmatch) {
   auto model = testing::tiny_llama();
   LogCapture log;
   auto installed = hooks::install_forward_hooks(
-      *model, json::parse(R"([{"name": "l1", "target_modules": ["model.layers.1.*"], "hook_factory": "test_hooks:record"}])"));
+      *model,
+      json::parse(R"([{"name": "l1", "target_modules": ["model.layers.1.*"], "hook_factory": "test_hooks:record"}])"));
   // Every module below model.layers.1 (at any depth), but not the layer itself.
   std::vector<std::string> expected;
   for (auto& [path, m] : model->named_hookable_modules())
@@ -153,7 +155,8 @@ TEST(ForwardHooks, ConfigReachesFactoryAndDefaultsToEmptyObject) {
 TEST(ForwardHooks, ResolutionErrorsFailAndDetachEarlierSpecs) {
   auto model = testing::tiny_llama();
   LogCapture log;
-  const json first = json::parse(R"({"name": "ok", "target_modules": ["model.norm"], "hook_factory": "test_hooks:record"})");
+  const json first =
+      json::parse(R"({"name": "ok", "target_modules": ["model.norm"], "hook_factory": "test_hooks:record"})");
   auto with = [&](const std::string& factory) {
     json specs = json::array({first});
     specs.push_back(json{{"name", "bad"}, {"target_modules", {"model.norm"}}, {"hook_factory", factory}});
@@ -190,7 +193,9 @@ TEST(ForwardHooks, HookSeesModuleAndReplacementShapeIsChecked) {
   EXPECT_EQ(recorder().called_on, std::vector<std::string>{"model.layers.0.mlp"});
 
   auto bad = hooks::install_forward_hooks(
-      *model, json::parse(R"([{"name": "b", "target_modules": ["model.layers.1.mlp"], "hook_factory": "test_hooks:bad_shape"}])"));
+      *model,
+      json::parse(
+          R"([{"name": "b", "target_modules": ["model.layers.1.mlp"], "hook_factory": "test_hooks:bad_shape"}])"));
   try {
     llama.model->layer_ptrs[1]->mlp->forward(at::randn({3, model->config().hidden_size}));
     FAIL() << "a wrongly shaped replacement must be refused";
@@ -254,15 +259,14 @@ TEST(ForwardHooksEngine, ZeroingOneMlpEqualsZeroedWeights) {
 TEST(ForwardHooksEngine, ElementwiseHooksOnSplitOutputsEqualOneProcessAtTwoRanks) {
   testing::ScratchDir dir;
   testing::write_hf_checkpoint(dir.path(), *testing::tiny_random_model(testing::tiny_tp_llama_config(), 5));
-  const std::string hooks =
-      json::array({json{{"name", "half_up"},
-                        {"target_modules", {"model.layers.*.mlp.up_proj"}},
-                        {"hook_factory", "nnsight.hooks:scale"},
-                        {"config", {{"factor", 0.5}}}},
-                   json{{"name", "no_v"},
-                        {"target_modules", {"model.layers.1.self_attn.v_proj"}},
-                        {"hook_factory", "nnsight.hooks:zero"}}})
-          .dump();
+  const std::string hooks = json::array({json{{"name", "half_up"},
+                                              {"target_modules", {"model.layers.*.mlp.up_proj"}},
+                                              {"hook_factory", "nnsight.hooks:scale"},
+                                              {"config", {{"factor", 0.5}}}},
+                                         json{{"name", "no_v"},
+                                              {"target_modules", {"model.layers.1.self_attn.v_proj"}},
+                                              {"hook_factory", "nnsight.hooks:zero"}}})
+                                .dump();
   const EngineArgs base = engine_args().model(dir.path()).worker_timeout_s(60);
   runner::Engine plain(EngineArgs(base).executor("inproc"));
   runner::Engine one(EngineArgs(base).executor("inproc").forward_hooks(hooks));
@@ -289,21 +293,22 @@ TEST(ForwardHooksEngine, ExampleSteeringPluginMatchesBuiltinAddVector) {
   std::vector<float> direction(32);
   for (size_t i = 0; i < direction.size(); ++i) direction[i] = 0.05f * static_cast<float>(i % 7) - 0.1f;
   auto plugin = generate(*testing::tiny_engine(
-      engine_args().forward_hooks(hook_json("model.layers.0", std::string(NNSIGHT_EXAMPLE_STEERING_PLUGIN) + ":add_direction",
+      engine_args().forward_hooks(hook_json("model.layers.0",
+                                            std::string(NNSIGHT_EXAMPLE_STEERING_PLUGIN) + ":add_direction",
                                             json{{"direction", direction}, {"alpha", 8.0}})),
       testing::tiny_llama()));
-  auto builtin = generate(*testing::tiny_engine(
-      engine_args().forward_hooks(hook_json("model.layers.0", "nnsight.hooks:add_vector",
-                                            json{{"vector", direction}, {"scale", 8.0}})),
-      testing::tiny_llama()));
+  auto builtin = generate(
+      *testing::tiny_engine(engine_args().forward_hooks(hook_json("model.layers.0", "nnsight.hooks:add_vector",
+                                                                  json{{"vector", direction}, {"scale", 8.0}})),
+                            testing::tiny_llama()));
   auto baseline = generate(*testing::tiny_engine(engine_args(), testing::tiny_llama()));
   EXPECT_EQ(plugin, builtin);
   EXPECT_NE(plugin, baseline);
   // Once loaded, the plugin's module name resolves too.
-  auto by_name = generate(*testing::tiny_engine(
-      engine_args().forward_hooks(hook_json("model.layers.0", "steering:add_direction",
-                                            json{{"direction", direction}, {"alpha", 8.0}})),
-      testing::tiny_llama()));
+  auto by_name = generate(
+      *testing::tiny_engine(engine_args().forward_hooks(hook_json("model.layers.0", "steering:add_direction",
+                                                                  json{{"direction", direction}, {"alpha", 8.0}})),
+                            testing::tiny_llama()));
   EXPECT_EQ(by_name, plugin);
 #endif
 }
@@ -314,8 +319,9 @@ TEST(ForwardHooksEngine, StartUpFailsOnBadFactoryPath) {
     testing::tiny_engine(engine_args().forward_hooks(hook_json("model.norm", "nodots")), model);
     FAIL() << "start-up must fail";
   } catch (const ConfigError& e) {
-    EXPECT_EQ(std::string(e.what()),
-              "Invalid hook callable path 'nodots'. Expected 'module.submodule:factory' or 'module.submodule.factory'.");
+    EXPECT_EQ(
+        std::string(e.what()),
+        "Invalid hook callable path 'nodots'. Expected 'module.submodule:factory' or 'module.submodule.factory'.");
   }
   EXPECT_EQ(attached(*model), 0);
 }
@@ -343,7 +349,8 @@ TEST(ForwardHooksEngine, HooksLeaveWithTheRunnerOfASharedModel) {
 
 TEST(ForwardHooksEngine, SpecsFromAFile) {
   testing::ScratchDir dir;
-  const std::string file = dir.write("hooks.json", hook_json("model.layers.1.mlp", "nnsight.hooks:scale", json{{"factor", -1.0}}));
+  const std::string file =
+      dir.write("hooks.json", hook_json("model.layers.1.mlp", "nnsight.hooks:scale", json{{"factor", -1.0}}));
   auto from_file = generate(*testing::tiny_engine(engine_args().forward_hooks(file), testing::tiny_llama()));
   auto reference = generate(*testing::tiny_engine(engine_args(), scaled_mlp_model(-1.0)));
   EXPECT_EQ(from_file, reference);
@@ -367,13 +374,17 @@ TEST(ForwardHooksEngine, WorkerProcessesAttachHooksToo) {
   auto model = testing::tiny_llama();
   testing::write_hf_checkpoint(dir.path(), *model);
   const std::string specs = hook_json("model.layers.1.mlp", std::string(NNSIGHT_TEST_PLUGIN) + ":negate");
-  runner::Engine mp(EngineArgs().model(dir.path()).kv_cache_memory_mb(4).show_progress(false).executor("mp")
-                        .forward_hooks(specs));
+  runner::Engine mp(
+      EngineArgs().model(dir.path()).kv_cache_memory_mb(4).show_progress(false).executor("mp").forward_hooks(specs));
   auto reference = generate(*testing::tiny_engine(engine_args(), scaled_mlp_model(-1.0)));
   EXPECT_EQ(generate(mp), reference);
   // And a bad path fails the workers' start-up with the seed's message.
   try {
-    runner::Engine broken(EngineArgs().model(dir.path()).kv_cache_memory_mb(4).show_progress(false).executor("mp")
+    runner::Engine broken(EngineArgs()
+                              .model(dir.path())
+                              .kv_cache_memory_mb(4)
+                              .show_progress(false)
+                              .executor("mp")
                               .forward_hooks(hook_json("model.norm", "test_plugin_absent.mod:f")));
     FAIL() << "start-up must fail";
   } catch (const Error& e) {

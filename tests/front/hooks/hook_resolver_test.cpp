@@ -34,8 +34,10 @@ class HookPathEnv {
     ::setenv("NNSIGHT_HOOK_PATH", value.c_str(), 1);
   }
   ~HookPathEnv() {
-    if (had_) ::setenv("NNSIGHT_HOOK_PATH", old_.c_str(), 1);
-    else ::unsetenv("NNSIGHT_HOOK_PATH");
+    if (had_)
+      ::setenv("NNSIGHT_HOOK_PATH", old_.c_str(), 1);
+    else
+      ::unsetenv("NNSIGHT_HOOK_PATH");
   }
 
  private:
@@ -72,7 +74,8 @@ TEST(HookResolver, UnknownModuleNamesIt) {
   EXPECT_EQ(e.rfind("No module named 'no_such_pkg.sub' (from hook path 'no_such_pkg.sub:make')", 0), 0u) << e;
   EXPECT_NE(e.find("/nonexistent-dir/libno_such_pkg_sub.so"), std::string::npos) << e;
   const std::string e2 = error_of("/no/such/dir/libfoo.so:make");
-  EXPECT_EQ(e2, "No module named '/no/such/dir/libfoo.so' (from hook path '/no/such/dir/libfoo.so:make'): no such file");
+  EXPECT_EQ(e2,
+            "No module named '/no/such/dir/libfoo.so' (from hook path '/no/such/dir/libfoo.so:make'): no such file");
 }
 
 TEST(HookResolver, BuiltinsResolveBothSpellings) {
@@ -105,10 +108,10 @@ TEST(HookResolver, PluginByFileNameOnSearchPath) {
 
 TEST(HookResolver, DottedModuleNamesMapToLibraryFiles) {
   testing::ScratchDir dir;
-  std::filesystem::copy_file(NNSIGHT_TEST_PLUGIN, dir.file("libmy_hooks_a.so"));    // lib<pkg_sub>.so
-  std::filesystem::copy_file(NNSIGHT_TEST_PLUGIN, dir.file("my_hooks.b.so"));       // <pkg.sub>.so
+  std::filesystem::copy_file(NNSIGHT_TEST_PLUGIN, dir.file("libmy_hooks_a.so"));  // lib<pkg_sub>.so
+  std::filesystem::copy_file(NNSIGHT_TEST_PLUGIN, dir.file("my_hooks.b.so"));     // <pkg.sub>.so
   std::filesystem::create_directories(dir.file("my_hooks"));
-  std::filesystem::copy_file(NNSIGHT_TEST_PLUGIN, dir.file("my_hooks/c.so"));       // <pkg>/<sub>.so
+  std::filesystem::copy_file(NNSIGHT_TEST_PLUGIN, dir.file("my_hooks/c.so"));  // <pkg>/<sub>.so
   HookPathEnv env(dir.path());
   const at::Tensor y = at::full({2}, 3.0);
   EXPECT_TRUE(at::equal(run_hook(resolve_hook_factory("my_hooks.a.negate"), y), -y));

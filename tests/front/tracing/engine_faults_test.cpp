@@ -125,7 +125,7 @@ TEST_F(EngineFaults, UnboundedAllocationFailsAtTheBudgetNamingTheNode) {
   const std::string e = error_of([&] {
     lm.trace(prompt(1, 4), greedy(1), [&](Tracer&) {
       auto a = outer(lm.logits()[{0}], lm.logits()[{0}]).flatten();  // 97 x 97: fits
-      outer(a, a).save();                                               // 9409 x 9409 floats: 354 MB
+      outer(a, a).save();                                            // 9409 x 9409 floats: 354 MB
     });
   });
   // Without the budget this took 40 s and 11 GB on the real model; a bound, not a benchmark.
@@ -139,9 +139,8 @@ TEST_F(EngineFaults, UnboundedAllocationFailsAtTheBudgetNamingTheNode) {
 
 TEST_F(EngineFaults, SubmitReturnsARealFutureThatCanBeCancelled) {
   LanguageModel lm(args());
-  TraceFuture f = lm.submit(prompt(2, 6), greedy(400), [&](Tracer& t) {
-    t.all([&](const Step&) { lm.logits().save_each(); });
-  });
+  TraceFuture f =
+      lm.submit(prompt(2, 6), greedy(400), [&](Tracer& t) { t.all([&](const Step&) { lm.logits().save_each(); }); });
   EXPECT_EQ(f.wait_for(std::chrono::seconds(0)), std::future_status::timeout) << "not deferred: it is running";
   f.cancel();
   ASSERT_EQ(f.wait_for(std::chrono::seconds(30)), std::future_status::ready);

@@ -51,7 +51,8 @@ TEST(GraphFile, DecodeErrorsNameLineAndColumn) {
   std::string msg = error_of("{\"nodes\": [\n  {\"kind\": \"get\", \"key\": \"logits\"}\n  {\"kind\": \"stop\"}\n]}");
   EXPECT_EQ(msg.rfind("g.json:3:3: ", 0), 0u) << msg;
   // An unknown field: its value's position, node and pointer.
-  msg = error_of("{\"nodes\": [\n  {\"kind\": \"get\", \"key\": \"logits\"},\n  {\"kind\": \"stop\", \"bogus\": 1}\n]}");
+  msg =
+      error_of("{\"nodes\": [\n  {\"kind\": \"get\", \"key\": \"logits\"},\n  {\"kind\": \"stop\", \"bogus\": 1}\n]}");
   EXPECT_EQ(msg.rfind("g.json:3:29: ", 0), 0u) << msg;
   EXPECT_NE(msg.find("/nodes/1/bogus (node 1): unknown field 'bogus'"), std::string::npos) << msg;
   // A missing field: the enclosing node.
@@ -60,7 +61,8 @@ TEST(GraphFile, DecodeErrorsNameLineAndColumn) {
   EXPECT_NE(msg.find("missing field 'key'"), std::string::npos) << msg;
   // A wrong type deep in a value.
   msg = error_of(
-      "{\"nodes\": [\n  {\"kind\": \"const\",\n   \"value\": {\"dtype\": \"float32\", \"shape\": [2], \"data\": [1, \"x\"]}}\n]}");
+      "{\"nodes\": [\n  {\"kind\": \"const\",\n   \"value\": {\"dtype\": \"float32\", \"shape\": [2], \"data\": [1, "
+      "\"x\"]}}\n]}");
   EXPECT_EQ(msg.rfind("g.json:3:", 0), 0u) << msg;
   EXPECT_NE(msg.find("(node 0)"), std::string::npos) << msg;
 }
@@ -68,11 +70,14 @@ TEST(GraphFile, DecodeErrorsNameLineAndColumn) {
 TEST(GraphFile, ValidationErrorsNameTheNodesPosition) {
   // Node 2 refers to node 5, which does not come before it.
   std::string msg = error_of(
-      "{\"nodes\": [\n  {\"kind\": \"get\", \"key\": \"logits\"},\n  {\"kind\": \"op\", \"op\": \"neg\", \"args\": [0]},\n"
+      "{\"nodes\": [\n  {\"kind\": \"get\", \"key\": \"logits\"},\n  {\"kind\": \"op\", \"op\": \"neg\", \"args\": "
+      "[0]},\n"
       "      {\"kind\": \"op\", \"op\": \"neg\", \"args\": [5]}\n]}");
   EXPECT_EQ(msg.rfind("g.json:4:7: node 2 (op 'neg') at g.json:4: ", 0), 0u) << msg;
   // An op that does not exist.
-  msg = error_of("{\"nodes\": [\n  {\"kind\": \"get\", \"key\": \"logits\"},\n  {\"kind\": \"op\", \"op\": \"nope\", \"args\": [0]}\n]}");
+  msg = error_of(
+      "{\"nodes\": [\n  {\"kind\": \"get\", \"key\": \"logits\"},\n  {\"kind\": \"op\", \"op\": \"nope\", \"args\": "
+      "[0]}\n]}");
   EXPECT_EQ(msg.rfind("g.json:3:3: node 1", 0), 0u) << msg;
   EXPECT_NE(msg.find("nope"), std::string::npos) << msg;
 }

@@ -125,22 +125,24 @@ TEST_F(GraphTrace, ErrorsNameTheNodeInItsFile) {
   EXPECT_NE(error_of({kPromptA, kPromptB, kPromptB}, {graph(kAblate), graph(kAblate)}).find("3 prompts"),
             std::string::npos);
   // An unknown module path, with a suggestion.
-  std::string msg = error_of({kPromptA}, {graph("{\"nodes\": [\n{\"kind\": \"get\", \"key\": \"model.layers.1.mpl.output\"}]}")});
+  std::string msg =
+      error_of({kPromptA}, {graph("{\"nodes\": [\n{\"kind\": \"get\", \"key\": \"model.layers.1.mpl.output\"}]}")});
   EXPECT_NE(msg.find("g.json:2"), std::string::npos) << msg;
   EXPECT_NE(msg.find("model.layers.1.mlp"), std::string::npos) << msg;
   // Reads out of order within a step.
   msg = error_of({kPromptA}, {graph("{\"nodes\": [\n{\"kind\": \"get\", \"key\": \"model.layers.1.output\"},\n"
-                                     "{\"kind\": \"get\", \"key\": \"model.layers.0.output\"}]}")});
+                                    "{\"kind\": \"get\", \"key\": \"model.layers.0.output\"}]}")});
   EXPECT_NE(msg.find("out-of-order"), std::string::npos) << msg;
   EXPECT_NE(msg.find("g.json:3"), std::string::npos) << msg;
   // Save names collide across graphs.
   msg = error_of({kPromptA, kPromptB}, {graph(kAblate), graph(kAblate)});
-  EXPECT_NE(msg.find("g.json:7:3: the save name 'h' of prompt 1 is already used at g.json:7:3 (prompt 0)"), std::string::npos)
+  EXPECT_NE(msg.find("g.json:7:3: the save name 'h' of prompt 1 is already used at g.json:7:3 (prompt 0)"),
+            std::string::npos)
       << msg;
   // A failure while running: a set of the wrong shape.
   msg = error_of({kPromptA}, {graph("{\"nodes\": [\n{\"kind\": \"const\", \"value\": {\"dtype\": \"float32\", "
-                                     "\"shape\": [2], \"data\": [1, 2]}},\n"
-                                     "{\"kind\": \"set\", \"key\": \"model.layers.0.mlp.output\", \"args\": [0]}]}")});
+                                    "\"shape\": [2], \"data\": [1, 2]}},\n"
+                                    "{\"kind\": \"set\", \"key\": \"model.layers.0.mlp.output\", \"args\": [0]}]}")});
   EXPECT_NE(msg.find("g.json:3"), std::string::npos) << msg;
 }
 

@@ -102,7 +102,8 @@ TEST_F(BatchInvariance, PreemptionUnderTinyKvBudget) {
 }
 
 TEST_F(BatchInvariance, PrefixCachingWithSharedPrefix) {
-  auto engine = tiny_engine(EngineArgs().enable_prefix_caching(true).block_size(8).kv_cache_memory_mb(16), tiny_llama());
+  auto engine =
+      tiny_engine(EngineArgs().enable_prefix_caching(true).block_size(8).kv_cache_memory_mb(16), tiny_llama());
   // First wave fills the cache; second wave (same prompts) must hit it and still match.
   EXPECT_EQ(generate(*engine, prompts_, greedy(12)), solo_);
   EXPECT_GT(engine->scheduler().blocks().num_cached_blocks(), 0);

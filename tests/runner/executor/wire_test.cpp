@@ -15,7 +15,12 @@ TEST(Wire, SchedulerOutputRoundTrips) {
   in.step = 42;
   runner::NewRequest nr;
   nr.id = 7;
-  nr.params = SamplingParams().temperature(0.5).top_k(3).max_tokens(9).payload(std::string("\0graph\xff", 7)).group_id("trace:3");
+  nr.params = SamplingParams()
+                  .temperature(0.5)
+                  .top_k(3)
+                  .max_tokens(9)
+                  .payload(std::string("\0graph\xff", 7))
+                  .group_id("trace:3");
   nr.prompt_token_ids = {1, 2, 3};
   nr.seed = 1234567890123ull;
   in.new_requests.push_back(nr);

@@ -34,7 +34,8 @@ TEST(Sampler, SeedAndStepChangeTheDraw) {
   at::Tensor logits = at::zeros({1, 1000});  // uniform
   std::set<int64_t> seen;
   for (uint64_t seed = 0; seed < 10; ++seed)
-    for (int64_t step = 0; step < 5; ++step) seen.insert(runner::sample(logits, {row(1.0, seed, step)}).tokens[0].item<int64_t>());
+    for (int64_t step = 0; step < 5; ++step)
+      seen.insert(runner::sample(logits, {row(1.0, seed, step)}).tokens[0].item<int64_t>());
   EXPECT_GT(seen.size(), 40u) << "50 draws from 1000 tokens should rarely repeat";
 }
 
@@ -42,7 +43,8 @@ TEST(Sampler, FrequenciesFollowTheProbabilities) {
   at::Tensor logits = at::tensor({std::log(3.0f), 0.0f}).reshape({1, 2});  // p = 0.75, 0.25
   int zeros = 0;
   const int n = 4000;
-  for (int s = 0; s < n; ++s) zeros += runner::sample(logits, {row(1.0, static_cast<uint64_t>(s))}).tokens[0].item<int64_t>() == 0;
+  for (int s = 0; s < n; ++s)
+    zeros += runner::sample(logits, {row(1.0, static_cast<uint64_t>(s))}).tokens[0].item<int64_t>() == 0;
   EXPECT_NEAR(static_cast<double>(zeros) / n, 0.75, 0.03);
 }
 
