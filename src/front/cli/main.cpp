@@ -7,6 +7,11 @@
 #include <cstring>
 #include <exception>
 #include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <CLI/CLI.hpp>
 
 #include <nnsight/error.hpp>
 
@@ -30,15 +35,35 @@ int main(int argc, char** argv) {
     usage();
     return argc < 2 ? 2 : 0;
   }
+  // CLI11 picks the subcommand; each command parses its own options (CliArgs,
+  // also CLI11) from the arguments after it.
+  using Command = int (*)(int, char**);
+  const std::pair<const char*, Command> commands[] = {{"generate", nnsight::cli::generate_command},
+                                                      {"trace", nnsight::cli::trace_command},
+                                                      {"bench", nnsight::cli::bench_command},
+                                                      {"capture-read", nnsight::cli::capture_read_command}};
+  CLI::App app{"nnsight"};
+  app.set_help_flag();
+  Command chosen = nullptr;
+  for (const auto& [name, fn] : commands) {
+    CLI::App* sub = app.add_subcommand(name);
+    sub->set_help_flag();
+    sub->prefix_command();  // everything after the name belongs to the command
+    sub->callback([&chosen, fn = fn] { chosen = fn; });
+  }
   const std::string cmd = argv[1];
   try {
-    if (cmd == "generate") return nnsight::cli::generate_command(argc, argv);
-    if (cmd == "trace") return nnsight::cli::trace_command(argc, argv);
-    if (cmd == "bench") return nnsight::cli::bench_command(argc, argv);
-    if (cmd == "capture-read") return nnsight::cli::capture_read_command(argc, argv);
+    app.parse(std::vector<std::string>{cmd});
+  } catch (const CLI::ParseError&) {
+    chosen = nullptr;
+  }
+  if (!chosen) {
     std::fprintf(stderr, "nnsight: unknown command '%s'\n", cmd.c_str());
     usage();
     return 2;
+  }
+  try {
+    return chosen(argc, argv);
   } catch (const std::invalid_argument& e) {
     std::fprintf(stderr, "nnsight %s: %s\n", cmd.c_str(), e.what());
     return 2;
