@@ -30,7 +30,6 @@ struct RowRange {
   int64_t start = 0;
   int64_t count = 0;
   bool empty() const { return count == 0; }
-  int64_t end() const { return start + count; }
   bool operator==(const RowRange& o) const { return start == o.start && count == o.count; }
 };
 using RowRanges = std::vector<RowRange>;
@@ -64,7 +63,6 @@ class BatchGroups {
   const BatchGroup& operator[](size_t i) const { return groups_[i]; }
   std::vector<BatchGroup>::const_iterator begin() const { return groups_.begin(); }
   std::vector<BatchGroup>::const_iterator end() const { return groups_.end(); }
-  const std::vector<BatchGroup>& all() const { return groups_; }
 
   int64_t num_tokens() const { return num_tokens_; }
   int64_t num_sampling() const { return num_sampling_; }

@@ -73,7 +73,7 @@ message(STATUS "nnsight: LibTorch ${Torch_VERSION} from ${TORCH_INSTALL_PREFIX}"
 add_library(nnsight_private_deps INTERFACE)
 target_link_libraries(nnsight_private_deps INTERFACE
   Boost::context nlohmann_json::nlohmann_json cereal::cereal PkgConfig::PCRE2
-  absl::flat_hash_map absl::flat_hash_set absl::strings absl::str_format absl::synchronization
+  absl::flat_hash_map absl::inlined_vector
   Threads::Threads ${CMAKE_DL_LIBS} rt)
 
 # at::parallel_for is a header template: with LibTorch's OpenMP backend it runs

@@ -26,7 +26,6 @@ StepContext ModelRunner::context() const {
   ctx.step = step_;
   ctx.groups = &inputs_.batch().groups;
   ctx.meta = &meta_device_;
-  ctx.structure = &structure_;
   return ctx;
 }
 

@@ -12,7 +12,6 @@
 
 #include "batching/batch_groups.h"
 #include "batching/batch_meta.h"
-#include "runner/model_runner/model_structure.h"
 #include "runner/step/step_data.h"
 
 namespace nnsight::runner {
@@ -22,8 +21,6 @@ struct StepContext {
   uint64_t step = 0;
   const batching::BatchGroups* groups = nullptr;  // each request's rows, in flat-batch order
   const batching::BatchMeta* meta = nullptr;      // on the model's device
-  // The row level of each provider key's values ("<path>.output", "logits", ...).
-  const ModelStructure* structure = nullptr;
 };
 
 class StepObserver {

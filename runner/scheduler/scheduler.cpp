@@ -77,6 +77,15 @@ void Scheduler::check_group(const std::vector<const Request*>& group) const {
   }
 }
 
+std::vector<RequestPtr> Scheduler::waiting_group_of_head() const {
+  const RequestPtr& head = waiting_.front();
+  std::vector<RequestPtr> group{head};
+  if (!head->params.group_id().empty())
+    for (size_t k = 1; k < waiting_.size(); ++k)
+      if (waiting_[k]->params.group_id() == head->params.group_id()) group.push_back(waiting_[k]);
+  return group;
+}
+
 std::vector<RequestPtr> Scheduler::take_unschedulable() {
   std::vector<RequestPtr> out;
   out.swap(unschedulable_);
@@ -160,12 +169,7 @@ SchedulerOutput Scheduler::schedule() {
   // 2) Waiting requests, first come first served, whole groups at a time.
   while (!preempted_now && !waiting_.empty() && budget > 0 &&
          static_cast<int64_t>(running_.size()) < config_.max_num_seqs) {
-    RequestPtr head = waiting_.front();
-    std::vector<RequestPtr> group{head};
-    if (!head->params.group_id().empty()) {
-      for (size_t k = 1; k < waiting_.size(); ++k)
-        if (waiting_[k]->params.group_id() == head->params.group_id()) group.push_back(waiting_[k]);
-    }
+    std::vector<RequestPtr> group = waiting_group_of_head();
     if (static_cast<int64_t>(running_.size() + group.size()) > config_.max_num_seqs) break;
 
     bool group_chunkable = config_.enable_chunked_prefill;
@@ -223,11 +227,7 @@ SchedulerOutput Scheduler::schedule() {
   // Nothing runs and the head of the queue still cannot be admitted: it never
   // will be (check_group should have refused it). Fail its group rather than spin.
   if (out.scheduled.empty() && running_.empty() && !waiting_.empty() && !preempted_now) {
-    RequestPtr head = waiting_.front();
-    std::vector<RequestPtr> group{head};
-    if (!head->params.group_id().empty())
-      for (size_t k = 1; k < waiting_.size(); ++k)
-        if (waiting_[k]->params.group_id() == head->params.group_id()) group.push_back(waiting_[k]);
+    std::vector<RequestPtr> group = waiting_group_of_head();
     for (const auto& g : group) {
       retire(g);
       g->status = RequestStatus::kFinished;

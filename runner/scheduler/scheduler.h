@@ -72,6 +72,8 @@ class Scheduler {
 
  private:
   bool preempt_one(const Request* keep);
+  // The head of the queue and the waiting requests of its group, in arrival order.
+  std::vector<RequestPtr> waiting_group_of_head() const;
   void retire(const RequestPtr& r);
   std::vector<int32_t> all_tokens(const Request& r) const;
 

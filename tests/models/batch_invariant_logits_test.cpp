@@ -11,8 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "batching/flattener.h"
-#include "support/seq_slots.h"
+#include "support/paged_stepper.h"
 #include "core/kv_cache.h"
 #include "models/causal_lm.h"
 #include "support/tiny_models.h"
@@ -20,59 +19,6 @@
 namespace nnsight {
 namespace {
 
-// Sequences stepping through a model with their own blocks of one paged cache.
-class Stepper {
- public:
-  Stepper(CausalLM& model, size_t num_seqs) : model_(model), cached_(num_seqs, 0), blocks_(num_seqs) {
-    kv_ = allocate_kv_caches(model.num_layers(), /*num_blocks=*/64, kBlock, model.local_kv_heads(), model.head_dim(),
-                             model.options());
-    free_.resize(64);
-    std::iota(free_.rbegin(), free_.rend(), 0);
-  }
-
-  // Computes `tokens[i]` (new tokens, empty = not scheduled) for each sequence
-  // in the order given by `order`; returns each scheduled sequence's logits
-  // for its last new token, [vocab] float32, by sequence index.
-  std::vector<at::Tensor> step(const std::vector<std::vector<int64_t>>& tokens, const std::vector<size_t>& order) {
-    std::vector<batching::SeqSlot> slots;
-    std::vector<int64_t> ids;
-    std::vector<size_t> scheduled;
-    for (size_t i : order) {
-      if (tokens[i].empty()) continue;
-      const int64_t n = static_cast<int64_t>(tokens[i].size());
-      while (static_cast<int64_t>(blocks_[i].size()) * kBlock < cached_[i] + n) {
-        blocks_[i].push_back(free_.back());
-        free_.pop_back();
-      }
-      slots.push_back(
-          testing::seq_slot(cached_[i], std::vector<int32_t>(tokens[i].begin(), tokens[i].end()), blocks_[i]));
-      ids.insert(ids.end(), tokens[i].begin(), tokens[i].end());
-      cached_[i] += n;
-      scheduled.push_back(i);
-    }
-    batching::FlatBatch batch = batching::flatten_slots(slots, kBlock);
-    const batching::BatchMeta& meta = batch.meta;
-    EXPECT_TRUE(batch.token_ids.equal(at::tensor(ids, at::kLong)));
-    at::Tensor hidden = model_.forward(batch.token_ids, meta, kv_);
-    at::Tensor logits = model_.compute_logits(hidden, meta.logits_rows);  // [scheduled, vocab]
-    std::vector<at::Tensor> out(tokens.size());
-    for (size_t r = 0; r < scheduled.size(); ++r) out[scheduled[r]] = logits[static_cast<int64_t>(r)].contiguous();
-    return out;
-  }
-
- private:
-  static constexpr int64_t kBlock = 4;
-  CausalLM& model_;
-  std::vector<int64_t> cached_;
-  std::vector<std::vector<int32_t>> blocks_;
-  std::vector<KVCache> kv_;
-  std::vector<int32_t> free_;
-};
-
-bool bitwise_equal(const at::Tensor& a, const at::Tensor& b) {
-  return a.sizes() == b.sizes() && a.scalar_type() == b.scalar_type() &&
-         std::memcmp(a.data_ptr(), b.data_ptr(), static_cast<size_t>(a.nbytes())) == 0;
-}
 
 void check_alone_equals_batched(const ModelConfig& cfg, at::ScalarType dtype, uint64_t seed) {
   at::NoGradGuard no_grad;
@@ -91,16 +37,16 @@ void check_alone_equals_batched(const ModelConfig& cfg, at::ScalarType dtype, ui
   // Alone.
   std::vector<at::Tensor> alone;
   {
-    Stepper s(*model, 1);
+    testing::PagedStepper s(*model, 1, 4, 64);
     for (const auto& t : watched) alone.push_back(s.step({t}, {0})[0]);
   }
   // Not vacuous: the logits change from step to step.
-  ASSERT_FALSE(bitwise_equal(alone[0], alone[1]));
+  ASSERT_FALSE(testing::bitwise_equal(alone[0], alone[1]));
 
   // In a batch: sequence 1 has a 12-token prompt computed in chunks of 5 and
   // 7 and sits before sequence 0 in the flat batch; sequence 2 joins at step
   // 1 with a 3-token prompt; all then decode together (9 to 15 rows a step).
-  Stepper s(*model, 3);
+  testing::PagedStepper s(*model, 3, 4, 64);
   const std::vector<int64_t> p1 = draw(12);
   const std::vector<std::vector<std::vector<int64_t>>> plan = {
       {watched[0], std::vector<int64_t>(p1.begin(), p1.begin() + 5), {}},
@@ -110,11 +56,11 @@ void check_alone_equals_batched(const ModelConfig& cfg, at::ScalarType dtype, ui
   };
   for (size_t st = 0; st < plan.size(); ++st) {
     auto got = s.step(plan[st], {1, 0, 2});
-    EXPECT_TRUE(bitwise_equal(got[0], alone[st]))
+    EXPECT_TRUE(testing::bitwise_equal(got[0], alone[st]))
         << cfg.name << " " << c10::toString(dtype) << " step " << st << ": max difference "
         << (got[0].to(at::kDouble) - alone[st].to(at::kDouble)).abs().max().item<double>();
     // Not vacuous: a neighbour's logits differ from the watched sequence's.
-    EXPECT_FALSE(bitwise_equal(got[1], got[0]));
+    EXPECT_FALSE(testing::bitwise_equal(got[1], got[0]));
   }
 }
 

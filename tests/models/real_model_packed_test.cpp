@@ -16,8 +16,7 @@
 
 #include <nnsight/llm.hpp>
 
-#include "batching/flattener.h"
-#include "support/seq_slots.h"
+#include "support/paged_stepper.h"
 #include "core/kv_cache.h"
 #include "core/lazy_zeros.h"
 #include "core/gguf/gguf_weights.h"
@@ -30,57 +29,6 @@
 namespace nnsight {
 namespace {
 
-// Sequences stepping through a model with their own blocks of one paged cache
-// (as in batch_invariant_logits_test.cpp).
-class Stepper {
- public:
-  Stepper(CausalLM& model, size_t num_seqs) : model_(model), cached_(num_seqs, 0), blocks_(num_seqs) {
-    kv_ = allocate_kv_caches(model.num_layers(), /*num_blocks=*/32, kBlock, model.local_kv_heads(), model.head_dim(),
-                             model.options());
-    free_.resize(32);
-    std::iota(free_.rbegin(), free_.rend(), 0);
-  }
-
-  // Each scheduled sequence's logits for its last new token, [vocab] float32.
-  std::vector<at::Tensor> step(const std::vector<std::vector<int64_t>>& tokens, const std::vector<size_t>& order) {
-    std::vector<batching::SeqSlot> slots;
-    std::vector<int64_t> ids;
-    std::vector<size_t> scheduled;
-    for (size_t i : order) {
-      if (tokens[i].empty()) continue;
-      const int64_t n = static_cast<int64_t>(tokens[i].size());
-      while (static_cast<int64_t>(blocks_[i].size()) * kBlock < cached_[i] + n) {
-        blocks_[i].push_back(free_.back());
-        free_.pop_back();
-      }
-      slots.push_back(
-          testing::seq_slot(cached_[i], std::vector<int32_t>(tokens[i].begin(), tokens[i].end()), blocks_[i]));
-      ids.insert(ids.end(), tokens[i].begin(), tokens[i].end());
-      cached_[i] += n;
-      scheduled.push_back(i);
-    }
-    batching::FlatBatch batch = batching::flatten_slots(slots, kBlock);
-    const batching::BatchMeta& meta = batch.meta;
-    at::Tensor hidden = model_.forward(batch.token_ids, meta, kv_);
-    at::Tensor logits = model_.compute_logits(hidden, meta.logits_rows);  // [scheduled, vocab]
-    std::vector<at::Tensor> out(tokens.size());
-    for (size_t r = 0; r < scheduled.size(); ++r) out[scheduled[r]] = logits[static_cast<int64_t>(r)].contiguous();
-    return out;
-  }
-
- private:
-  static constexpr int64_t kBlock = 16;
-  CausalLM& model_;
-  std::vector<int64_t> cached_;
-  std::vector<std::vector<int32_t>> blocks_;
-  std::vector<KVCache> kv_;
-  std::vector<int32_t> free_;
-};
-
-bool bitwise_equal(const at::Tensor& a, const at::Tensor& b) {
-  return a.sizes() == b.sizes() && a.scalar_type() == b.scalar_type() &&
-         std::memcmp(a.data_ptr(), b.data_ptr(), static_cast<size_t>(a.nbytes())) == 0;
-}
 
 // GgufWeights directly: packed on every CPU (open_weights keeps weights
 // packed only where the AVX-512 kernels exist).
@@ -151,7 +99,7 @@ TEST(RealModelPacked, LogitsEqualTheDequantizedModelOverAMixedBatch) {
   auto packed = load(true);
   auto dense = load(false);
   const Plan plan = make_plan(packed->config().vocab_size);
-  Stepper sp(*packed, 3), sd(*dense, 3);
+  testing::PagedStepper sp(*packed, 3, 16, 32), sd(*dense, 3, 16, 32);
   double worst = 0;
   for (size_t st = 0; st < plan.steps.size(); ++st) {
     auto a = sp.step(plan.steps[st], {1, 0, 2});
@@ -163,7 +111,7 @@ TEST(RealModelPacked, LogitsEqualTheDequantizedModelOverAMixedBatch) {
       worst = std::max(worst, diff / scale);
       EXPECT_LE(diff, 1e-4 * scale) << "step " << st << " sequence " << i;
       // Stronger, and what the kernel promises: the very same bits.
-      EXPECT_TRUE(bitwise_equal(a[i], b[i])) << "step " << st << " sequence " << i;
+      EXPECT_TRUE(testing::bitwise_equal(a[i], b[i])) << "step " << st << " sequence " << i;
       EXPECT_EQ(a[i].argmax().item<int64_t>(), b[i].argmax().item<int64_t>());
     }
   }
@@ -176,16 +124,16 @@ TEST(RealModelPacked, ASequencesLogitsAreTheSameAloneOrBatched) {
   const Plan plan = make_plan(model->config().vocab_size);
   std::vector<at::Tensor> alone;
   {
-    Stepper s(*model, 1);
+    testing::PagedStepper s(*model, 1, 16, 32);
     for (const auto& t : plan.watched) alone.push_back(s.step({t}, {0})[0]);
   }
-  ASSERT_FALSE(bitwise_equal(alone[0], alone[1]));
-  Stepper s(*model, 3);
+  ASSERT_FALSE(testing::bitwise_equal(alone[0], alone[1]));
+  testing::PagedStepper s(*model, 3, 16, 32);
   for (size_t st = 0; st < plan.steps.size(); ++st) {
     auto got = s.step(plan.steps[st], {1, 0, 2});
-    EXPECT_TRUE(bitwise_equal(got[0], alone[st]))
+    EXPECT_TRUE(testing::bitwise_equal(got[0], alone[st]))
         << "step " << st << ": max difference " << (got[0] - alone[st]).abs().max().item<double>();
-    EXPECT_FALSE(bitwise_equal(got[1], got[0]));
+    EXPECT_FALSE(testing::bitwise_equal(got[1], got[0]));
   }
 }
 
