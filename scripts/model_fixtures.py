@@ -88,9 +88,30 @@ def arch_specs():
                                        norm_topk_prob=False, sliding_window=None, use_sliding_window=False,
                                        rms_norm_eps=1e-6),
                       C.Qwen3MoeForCausalLM, "model.layers.1.mlp.experts.1"),
+        # Settings a GGUF file can carry (scripts/make-gguf-fixtures converts these):
+        # llama.cpp stores no query_pre_attn_scalar (it scales by head_dim), fixes
+        # Gemma 3's local layers at every 6th-but-last with rope base 10000, and
+        # always renormalizes Qwen3-MoE's top-k weights.
+        "gemma2_gguf": (C.Gemma2Config(**{**common, "tie_word_embeddings": True}, head_dim=16,
+                                       hidden_activation="gelu_pytorch_tanh", query_pre_attn_scalar=16,
+                                       sliding_window=WINDOW, attn_logit_softcapping=3.0,
+                                       final_logit_softcapping=4.0),
+                        C.Gemma2ForCausalLM, "model.layers.1.mlp"),
+        "gemma3_gguf": (C.Gemma3TextConfig(**{**common, "num_hidden_layers": 7, "tie_word_embeddings": True},
+                                           head_dim=16, hidden_activation="gelu_pytorch_tanh",
+                                           query_pre_attn_scalar=16, sliding_window=WINDOW, sliding_window_pattern=6,
+                                           rope_theta=100000.0, rope_local_base_freq=10000.0,
+                                           rope_scaling={"rope_type": "linear", "factor": 2.0}),
+                        C.Gemma3ForCausalLM, "model.layers.5.self_attn.k_norm"),
+        "qwen3_moe_gguf": (C.Qwen3MoeConfig(**common, head_dim=16, num_experts=4, num_experts_per_tok=2,
+                                            moe_intermediate_size=48, decoder_sparse_step=1, mlp_only_layers=[],
+                                            norm_topk_prob=True, sliding_window=None, use_sliding_window=False,
+                                            rms_norm_eps=1e-6),
+                           C.Qwen3MoeForCausalLM, "model.layers.1.mlp.experts.2"),
     }
 
-ROUTERS = {"mixtral": "model.layers.1.block_sparse_moe.gate", "qwen3_moe": "model.layers.1.mlp.gate"}
+ROUTERS = {"mixtral": "model.layers.1.block_sparse_moe.gate", "qwen3_moe": "model.layers.1.mlp.gate",
+           "qwen3_moe_gguf": "model.layers.0.mlp.gate"}
 if os.environ.get("NNSIGHT_FIXTURE_VARIANT") == "1":
     ROUTERS["qwen3_moe"] = "model.layers.3.mlp.gate"  # every second layer is sparse
 

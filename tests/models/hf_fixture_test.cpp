@@ -299,7 +299,8 @@ TEST_P(HfFixture, TensorParallelTwoRanksEqualsOne) {
 
 INSTANTIATE_TEST_SUITE_P(Models, HfFixture,
                          ::testing::Values("mistral", "qwen3", "gemma", "gemma2", "gpt_neox", "olmo2", "phi3",
-                                           "gemma3_text", "mixtral", "qwen3_moe"),
+                                           "gemma3_text", "mixtral", "qwen3_moe", "gemma2_gguf", "gemma3_gguf",
+                                           "qwen3_moe_gguf"),
                          [](const ::testing::TestParamInfo<std::string>& i) { return i.param; });
 
 TEST(HfConfig, UnimplementedFieldIsAnErrorNamingIt) {

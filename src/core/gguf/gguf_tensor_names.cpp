@@ -62,6 +62,29 @@ constexpr NamePair kPhi3Layer[] = {
     {"attn_qkv", "self_attn.qkv_proj"}, {"attn_output", "self_attn.o_proj"}, {"ffn_up", "mlp.gate_up_proj"},
     {"ffn_down", "mlp.down_proj"},      {"attn_norm", "input_layernorm"},    {"ffn_norm", "post_attention_layernorm"},
 };
+// Gemma 2 and 3: four norms per layer; Gemma 3 adds the per-head q/k norms.
+constexpr NamePair kGemma2Layer[] = {
+    {"attn_q", "self_attn.q_proj"},
+    {"attn_k", "self_attn.k_proj"},
+    {"attn_v", "self_attn.v_proj"},
+    {"attn_output", "self_attn.o_proj"},
+    {"attn_q_norm", "self_attn.q_norm"},
+    {"attn_k_norm", "self_attn.k_norm"},
+    {"ffn_gate", "mlp.gate_proj"},
+    {"ffn_up", "mlp.up_proj"},
+    {"ffn_down", "mlp.down_proj"},
+    {"attn_norm", "input_layernorm"},
+    {"post_attention_norm", "post_attention_layernorm"},
+    {"ffn_norm", "pre_feedforward_layernorm"},
+    {"post_ffw_norm", "post_feedforward_layernorm"},
+};
+// Mixture of experts: the router and the experts' projections, stacked by
+// expert in one [experts, rows, cols] tensor each (hf_expert_from_gguf).
+constexpr NamePair kMixtralMoe[] = {{"ffn_gate_inp", "block_sparse_moe.gate"}};
+constexpr NamePair kQwen3MoeMoe[] = {{"ffn_gate_inp", "mlp.gate"}};
+constexpr NamePair kMixtralExperts[] = {{"ffn_gate_exps", "w1"}, {"ffn_up_exps", "w3"}, {"ffn_down_exps", "w2"}};
+constexpr NamePair kQwen3MoeExperts[] = {
+    {"ffn_gate_exps", "gate_proj"}, {"ffn_up_exps", "up_proj"}, {"ffn_down_exps", "down_proj"}};
 constexpr NamePair kGptNeoxLayer[] = {
     {"attn_norm", "input_layernorm"},   {"attn_qkv", "attention.query_key_value"},
     {"attn_output", "attention.dense"}, {"ffn_norm", "post_attention_layernorm"},
@@ -88,9 +111,15 @@ std::optional<std::string> hf_name_from_gguf(const std::string& architecture, co
     layer_table = table;
     layer_n = sizeof(table) / sizeof(table[0]);
   };
+  // MoE stems first: they exist only in MoE files, so a dense file never matches them.
+  const NamePair* moe_table = nullptr;
+  if (architecture == "llama") moe_table = kMixtralMoe;
+  if (architecture == "qwen3moe") moe_table = kQwen3MoeMoe;
   if (architecture == "llama" || architecture == "gemma") {
     use(kLlamaLayer);
-  } else if (architecture == "qwen3") {
+  } else if (architecture == "gemma2" || architecture == "gemma3") {
+    use(kGemma2Layer);
+  } else if (architecture == "qwen3" || architecture == "qwen3moe") {
     use(kQwen3Layer);
   } else if (architecture == "olmo2") {
     use(kOlmo2Layer);
@@ -134,13 +163,35 @@ std::optional<std::string> hf_name_from_gguf(const std::string& architecture, co
     }
     if (layer.size() > 1 && layer[0] == '0') return std::nullopt;  // one spelling per layer
     std::string stem = base.substr(dot + 1);
-    const char* hf = find(layer_table, layer_n, stem);
+    const char* hf = moe_table ? find(moe_table, 1, stem) : nullptr;
+    if (hf == nullptr) hf = find(layer_table, layer_n, stem);
     if (hf == nullptr) return std::nullopt;
     return prefix + layer + "." + hf + suffix;
   }
   const char* hf = find(top_table, top_n, base);
   if (hf == nullptr) return std::nullopt;
   return std::string(hf) + suffix;
+}
+
+std::optional<GgufExpertName> hf_expert_from_gguf(const std::string& architecture, const std::string& gguf_name) {
+  const NamePair* table = architecture == "llama"      ? kMixtralExperts
+                          : architecture == "qwen3moe" ? kQwen3MoeExperts
+                                                       : nullptr;
+  if (table == nullptr || !ends_with(gguf_name, ".weight") || gguf_name.compare(0, 4, "blk.") != 0) return std::nullopt;
+  const std::string base = gguf_name.substr(0, gguf_name.size() - 7);
+  const size_t dot = base.find('.', 4);
+  if (dot == std::string::npos || dot == 4 || dot - 4 > 9) return std::nullopt;
+  const std::string layer = base.substr(4, dot - 4);
+  for (char c : layer)
+    if (!std::isdigit(static_cast<unsigned char>(c))) return std::nullopt;
+  if (layer.size() > 1 && layer[0] == '0') return std::nullopt;
+  const std::string stem = base.substr(dot + 1);
+  for (size_t i = 0; i < 3; ++i) {
+    if (stem != table[i].gguf) continue;
+    const std::string block = architecture == "llama" ? ".block_sparse_moe.experts." : ".mlp.experts.";
+    return GgufExpertName{"model.layers." + layer + block, std::string(".") + table[i].hf + ".weight"};
+  }
+  return std::nullopt;
 }
 
 }  // namespace nnsight

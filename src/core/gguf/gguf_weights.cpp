@@ -2,6 +2,8 @@
 
 #include <ATen/ATen.h>
 
+#include <set>
+
 #include <nnsight/error.hpp>
 
 #include "core/gguf/gguf_tensor_names.h"
@@ -44,16 +46,20 @@ GgufWeights::GgufWeights(const std::string& path, bool keep_packed) : file_(path
 void GgufWeights::read_config() {
   const GgufFile& f = file_;
   const std::string arch = f.get_string("general.architecture");
-  if (arch != "llama" && arch != "gpt2" && arch != "qwen3" && arch != "olmo2" && arch != "phi3" && arch != "gptneox" &&
-      arch != "gemma") {
+  static const std::set<std::string> kSupported = {"llama", "gpt2",    "qwen3", "qwen3moe", "olmo2",
+                                                   "phi3",  "gptneox", "gemma", "gemma2",   "gemma3"};
+  if (!kSupported.count(arch)) {
     throw LoadError(f.path() + ": architecture '" + arch +
-                    "' is not supported (supported: llama, gpt2, qwen3, olmo2, phi3, gptneox, gemma; "
-                    "load other models from their Hugging Face directory)");
+                    "' is not supported (supported: llama (and Mixtral-style MoE), gpt2, qwen3, qwen3moe, olmo2, phi3, "
+                    "gptneox, gemma, gemma2, gemma3; load other models from their Hugging Face directory)");
   }
   const std::string p = arch + ".";
   ModelConfig& c = config_;
   gguf_arch_ = arch;
-  c.architecture = arch == "gptneox" ? "gpt_neox" : arch;
+  c.architecture = arch == "gptneox"    ? "gpt_neox"
+                   : arch == "gemma3"   ? "gemma3_text"
+                   : arch == "qwen3moe" ? "qwen3_moe"
+                                        : arch;
   c.name = f.get_string_or("general.name", basename_of(f.path()));
   c.num_layers = f.get_int(p + "block_count");
   c.hidden_size = f.get_int(p + "embedding_length");
@@ -94,7 +100,9 @@ void GgufWeights::read_config() {
     return;
   }
   c.norm_eps = f.get_float(p + "attention.layer_norm_rms_epsilon");
-  c.hidden_act = arch == "gemma" ? "gelu_pytorch_tanh" : "silu";
+  const bool gemma = arch == "gemma" || arch == "gemma2" || arch == "gemma3";
+  c.hidden_act = gemma ? "gelu_pytorch_tanh" : "silu";
+  read_moe_config();
   c.rope_theta = f.get_float_or(p + "rope.freq_base", c.rope_theta);
   c.attention_bias = f.find_tensor("blk.0.attn_q.bias") != nullptr;
   c.mlp_bias = f.find_tensor("blk.0.ffn_up.bias") != nullptr;
@@ -132,8 +140,13 @@ void GgufWeights::read_config() {
     throw LoadError(f.describe_key(p + "rope.dimension_count") + " = " + std::to_string(rot) +
                     ": partial rotary embeddings (head_dim " + std::to_string(c.head_dim) + ") are not supported");
   }
+  if (arch == "gemma2" || arch == "gemma3") read_gemma_config();
   const std::string scaling = f.get_string_or(p + "rope.scaling.type", "none");
-  if (scaling != "none") {
+  if (arch == "gemma3" && scaling == "linear") {
+    // Gemma 3 scales the global layers' positions (the local ones keep their own base).
+    c.rope_scaling.type = "linear";
+    c.rope_scaling.factor = f.get_float(p + "rope.scaling.factor");
+  } else if (scaling != "none") {
     throw LoadError(f.describe_key(p + "rope.scaling.type") + " = '" + scaling +
                     "' is not supported (only Llama-3 scaling, stored as rope_freqs.weight)");
   }
@@ -146,12 +159,85 @@ void GgufWeights::read_config() {
   }
 }
 
+// What llama.cpp reads for Gemma 2 and 3 (llama-model.cpp) and what it
+// assumes where the file says nothing: the file has no query_pre_attn_scalar
+// (llama.cpp scales by head_dim, by hidden / heads for the 27B sizes),
+// Gemma 2's even layers slide, Gemma 3's layers slide except every 6th, with
+// rope base 10000 on the sliding ones.
+void GgufWeights::read_gemma_config() {
+  const GgufFile& f = file_;
+  const std::string p = gguf_arch_ + ".";
+  ModelConfig& c = config_;
+  const bool g2 = gguf_arch_ == "gemma2";
+  const bool size_27b = c.num_layers == (g2 ? 46 : 62);
+  c.query_pre_attn_scalar = static_cast<double>(size_27b && c.num_heads > 0 ? c.hidden_size / c.num_heads : c.head_dim);
+  c.sliding_window =
+      g2 ? f.get_int_or(p + "attention.sliding_window", 4096) : f.get_int(p + "attention.sliding_window");
+  const int64_t pattern = g2 ? 2 : f.get_int_or(p + "attention.sliding_window_pattern", 6);
+  if (pattern <= 0) throw LoadError(f.describe_key(p + "attention.sliding_window_pattern") + " must be positive");
+  c.sliding_layers.assign(static_cast<size_t>(std::max<int64_t>(c.num_layers, 0)), false);
+  for (int64_t i = 0; i < c.num_layers; ++i) c.sliding_layers[static_cast<size_t>(i)] = i % pattern < pattern - 1;
+  if (g2) {
+    c.attn_logit_softcap = f.get_float_or(p + "attn_logit_softcapping", 50.0);
+    c.final_logit_softcap = f.get_float_or(p + "final_logit_softcapping", 30.0);
+  } else {
+    c.rope_local_theta = 10000.0;
+    c.final_logit_softcap = f.get_float_or(p + "final_logit_softcapping", 0.0);
+  }
+}
+
+// Mixtral (a "llama" file with experts) and Qwen3-MoE. A layer is sparse
+// when it has a router (Qwen3-MoE files may mix dense layers in).
+void GgufWeights::read_moe_config() {
+  const GgufFile& f = file_;
+  const std::string p = gguf_arch_ + ".";
+  ModelConfig& c = config_;
+  const int64_t experts = f.get_int_or(p + "expert_count", 0);
+  if (gguf_arch_ != "llama" && gguf_arch_ != "qwen3moe") return;
+  if (gguf_arch_ == "qwen3moe" && experts <= 0)
+    throw LoadError(f.describe_key(p + "expert_count") + " must be positive for qwen3moe");
+  if (experts <= 0) return;
+  c.num_experts = experts;
+  c.num_experts_per_token = f.get_int(p + "expert_used_count");
+  if (gguf_arch_ == "llama") {
+    c.architecture = "mixtral";
+    return;
+  }
+  c.moe_intermediate_size = f.get_int_or(p + "expert_feed_forward_length", c.intermediate_size);
+  // llama.cpp renormalizes Qwen3-MoE's top-k weights unless the file says otherwise.
+  c.norm_topk_prob = f.get_bool_or(p + "expert_weights_norm", true);
+  c.moe_layers.assign(static_cast<size_t>(std::max<int64_t>(c.num_layers, 0)), false);
+  for (int64_t i = 0; i < c.num_layers; ++i)
+    c.moe_layers[static_cast<size_t>(i)] =
+        f.find_tensor("blk." + std::to_string(i) + ".ffn_gate_inp.weight") != nullptr;
+}
+
 void GgufWeights::map_tensors() {
   const std::string& arch = gguf_arch_;
   for (const GgufTensorInfo& info : file_.tensors()) {
     if (arch == "llama" && info.name == "rope_freqs.weight") continue;  // folded into config
     if (arch == "phi3" && (info.name == "rope_factors_long.weight" || info.name == "rope_factors_short.weight"))
       continue;  // folded into config
+    if (std::optional<GgufExpertName> ex = hf_expert_from_gguf(arch, info.name)) {
+      const std::vector<int64_t> shape = info.torch_shape();  // [experts, rows, cols]
+      if (shape.size() != 3 || shape[0] != config_.num_experts) {
+        throw LoadError(file_.path() + ": tensor '" + info.name + "' has shape " + shape_string(shape) +
+                        ", expected [" + std::to_string(config_.num_experts) + " experts, rows, cols]");
+      }
+      if (layer_of(info.name) >= config_.num_layers) {
+        throw LoadError(file_.path() + ": tensor '" + info.name + "' belongs to layer " +
+                        std::to_string(layer_of(info.name)) + " but the model has " +
+                        std::to_string(config_.num_layers) + " layers");
+      }
+      for (int64_t i = 0; i < shape[0]; ++i) {
+        Entry e;
+        e.info = &info;
+        e.expert = i;
+        order_.push_back(ex->of(i));
+        entries_.emplace(ex->of(i), e);
+      }
+      continue;
+    }
     std::optional<std::string> hf = hf_name_from_gguf(arch, info.name);
     if (!hf) {
       throw LoadError(file_.path() + ": tensor '" + info.name + "' has no Hugging Face counterpart in architecture '" +
@@ -169,7 +255,8 @@ void GgufWeights::map_tensors() {
       if (stem.compare(0, 7, "attn_q.") == 0) e.permuted_heads = config_.num_heads;
       if (stem.compare(0, 7, "attn_k.") == 0) e.permuted_heads = config_.num_kv_heads;
     }
-    if (arch == "gemma" && (info.name.size() > 12 && info.name.compare(info.name.size() - 12, 12, "_norm.weight") == 0))
+    if ((arch == "gemma" || arch == "gemma2" || arch == "gemma3") &&
+        (info.name.size() > 12 && info.name.compare(info.name.size() - 12, 12, "_norm.weight") == 0))
       e.offset = -1.f;  // llama.cpp's converter stores Gemma's norm weights as 1 + w
     if (arch == "gptneox" && layer >= 0 && info.name.find(".attn_qkv.") != std::string::npos) {
       e.neox_qkv_heads = config_.num_heads;
@@ -206,7 +293,12 @@ const GgufWeights::Entry& GgufWeights::entry(const std::string& name) const {
   return it->second;
 }
 
-std::vector<int64_t> GgufWeights::shape(const std::string& name) const { return entry(name).info->torch_shape(); }
+std::vector<int64_t> GgufWeights::shape(const std::string& name) const {
+  const Entry& e = entry(name);
+  std::vector<int64_t> s = e.info->torch_shape();
+  if (e.expert >= 0) s.erase(s.begin());  // one expert of [experts, rows, cols]
+  return s;
+}
 
 TokenizerSpec GgufWeights::tokenizer_spec() const { return tokenizer_spec_from_gguf(file_); }
 
@@ -220,7 +312,7 @@ at::Tensor GgufWeights::read_outer(const GgufTensorInfo& info, int64_t start, in
 at::Tensor GgufWeights::load(const std::string& name, ShardSlice slice) const {
   const Entry& e = entry(name);
   const GgufTensorInfo& info = *e.info;
-  const std::vector<int64_t> shape = info.torch_shape();
+  const std::vector<int64_t> shape = this->shape(name);
   const int64_t rank = static_cast<int64_t>(shape.size());
 
   if (!slice.is_whole()) {
@@ -235,6 +327,14 @@ at::Tensor GgufWeights::load(const std::string& name, ShardSlice slice) const {
     std::vector<int64_t> empty_shape = shape;
     empty_shape[slice.dim] = 0;
     return at::empty(empty_shape, at::TensorOptions().dtype(at::kFloat));
+  }
+  if (e.expert >= 0) {
+    // Expert e.expert's rows of the stacked tensor: [rows, cols].
+    const int64_t rows = shape[0], first = e.expert * rows;
+    if (!slice.is_whole() && slice.dim == 0)
+      return file_.dequantize_rows(info, first + slice.start, slice.length).view({slice.length, shape[1]});
+    at::Tensor t = file_.dequantize_rows(info, first, rows).view({rows, shape[1]});
+    return slice.is_whole() ? t : t.narrow(1, slice.start, slice.length).contiguous();
   }
   auto whole = [&] {
     at::Tensor t = file_.dequantize(info);
@@ -266,7 +366,7 @@ std::optional<kernels::PackedMatrix> GgufWeights::load_packed(const std::string&
   if (!keep_packed_) return std::nullopt;
   const Entry& e = entry(name);
   const GgufTensorInfo& info = *e.info;
-  const std::vector<int64_t> shape = info.torch_shape();
+  const std::vector<int64_t> shape = this->shape(name);
   if (shape.size() != 2 || !kernels::is_packed_type(static_cast<uint32_t>(info.type))) return std::nullopt;
   if (!slice.is_whole() && (slice.start < 0 || slice.length < 0 || slice.dim > 1 ||
                             slice.start + slice.length > shape[static_cast<size_t>(slice.dim)])) {
@@ -276,11 +376,12 @@ std::optional<kernels::PackedMatrix> GgufWeights::load_packed(const std::string&
   }
   kernels::PackedMatrix m;
   m.type = static_cast<kernels::PackedType>(info.type);
-  m.rows = shape[0];
+  m.rows = info.rows();
   m.cols = shape[1];
   m.data = file_.tensor_data(info);
   m.row_stride = static_cast<int64_t>(info.row_bytes());
   m.owner = file_.mapping();
+  if (e.expert >= 0) m = m.narrow_rows(e.expert * shape[0], shape[0]);  // one expert of the stack
   if (e.permuted_heads > 0) {
     // Within a head, GGUF row 2j + t holds Hugging Face row t * head_dim / 2 + j
     // (qk_permutation.h).

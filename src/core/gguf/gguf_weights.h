@@ -1,5 +1,6 @@
 // GgufWeights: a WeightSource over a llama.cpp GGUF file (architectures
-// "llama", "gpt2", "qwen3", "olmo2", "phi3", "gptneox", "gemma"). Serves tensors under Hugging Face names, dequantized
+// "llama" (Mixtral-style MoE too), "gpt2", "qwen3", "qwen3moe", "olmo2", "phi3", "gptneox", "gemma", "gemma2",
+// "gemma3"). Serves tensors under Hugging Face names, dequantized
 // to float32, with the converter's q/k row permutation undone; the ModelConfig and TokenizerSpec come from the file's
 // metadata.
 #pragma once
@@ -51,9 +52,13 @@ class GgufWeights final : public WeightSource {
     int64_t neox_qkv_heads = 0;
     // Added to every value (Gemma's norms: llama.cpp stores 1 + w).
     float offset = 0.f;
+    // >= 0: this expert of a stacked [experts, rows, cols] tensor (MoE).
+    int64_t expert = -1;
   };
   const Entry& entry(const std::string& name) const;
   void read_config();
+  void read_gemma_config();
+  void read_moe_config();
   void map_tensors();
   // Outer-dimension rows [start, start + length) as float32 [length, shape[1:]...].
   at::Tensor read_outer(const GgufTensorInfo& info, int64_t start, int64_t length) const;

@@ -521,5 +521,109 @@ TEST(GgufWeights, PackedTensorsEqualTheDequantizedLoads) {
                     {"q8.gguf", "lm_head.weight", "out of range"});
 }
 
+// Mixture of experts: llama.cpp stacks a layer's experts into one tensor
+// [experts, rows, cols]; each expert comes back under its own Hugging Face
+// name, packed too (a row range of the stack).
+TEST(GgufWeights, StackedExpertsAreServedOneByOne) {
+  ScratchDir dir;
+  at::manual_seed(9);
+  constexpr int64_t kExperts = 3, kExpertFfn = 32;
+  at::Tensor gate = at::randn({kExperts, kExpertFfn, kHidden}), down = at::randn({kExperts, kHidden, kExpertFfn});
+  at::Tensor router = at::randn({kExperts, kHidden});
+  auto moe_file = [&](const std::string& arch, uint32_t type) {
+    GgufWriter w;
+    w.kv_string("general.architecture", arch)
+        .kv_u32(arch + ".block_count", 1)
+        .kv_u32(arch + ".embedding_length", kHidden)
+        .kv_u32(arch + ".feed_forward_length", kFfn)
+        .kv_u32(arch + ".attention.head_count", kHeads)
+        .kv_f32(arch + ".attention.layer_norm_rms_epsilon", 1e-5f)
+        .kv_u32(arch + ".expert_count", kExperts)
+        .kv_u32(arch + ".expert_used_count", 2)
+        .tensor("token_embd.weight", at::zeros({kVocab, kHidden}))
+        .tensor("blk.0.ffn_gate_inp.weight", router)
+        .tensor("blk.0.ffn_gate_exps.weight", gate, type)
+        .tensor("blk.0.ffn_down_exps.weight", down, type);
+    const std::string path = dir.file(arch + std::to_string(type) + ".gguf");
+    w.write(path);
+    return path;
+  };
+  {
+    GgufWeights g(moe_file("llama", ggml::F32));
+    EXPECT_EQ(g.config().architecture, "mixtral");
+    EXPECT_EQ(g.config().num_experts, kExperts);
+    EXPECT_EQ(g.config().num_experts_per_token, 2);
+    EXPECT_TRUE(at::equal(g.load("model.layers.0.block_sparse_moe.gate.weight"), router));
+    for (int64_t e = 0; e < kExperts; ++e) {
+      const std::string x = "model.layers.0.block_sparse_moe.experts." + std::to_string(e);
+      EXPECT_EQ(g.shape(x + ".w1.weight"), (std::vector<int64_t>{kExpertFfn, kHidden}));
+      EXPECT_TRUE(at::equal(g.load(x + ".w1.weight"), gate[e]));
+      EXPECT_TRUE(at::equal(g.load(x + ".w2.weight"), down[e]));
+      EXPECT_TRUE(at::equal(g.load(x + ".w1.weight", ShardSlice::rows(8, 16)), gate[e].narrow(0, 8, 16)));
+      EXPECT_TRUE(at::equal(g.load(x + ".w2.weight", ShardSlice::cols(16, 16)), down[e].narrow(1, 16, 16)));
+    }
+  }
+  {
+    GgufWeights g(moe_file("qwen3moe", ggml::Q8_0), /*keep_packed=*/true);
+    EXPECT_EQ(g.config().architecture, "qwen3_moe");
+    EXPECT_TRUE(g.config().norm_topk_prob);  // llama.cpp's assumption when the file says nothing
+    EXPECT_EQ(g.config().moe_layers, std::vector<bool>{true});
+    for (int64_t e = 0; e < kExperts; ++e) {
+      const std::string name = "model.layers.0.mlp.experts." + std::to_string(e) + ".gate_proj.weight";
+      SCOPED_TRACE(name);
+      std::optional<kernels::PackedMatrix> p = g.load_packed(name);
+      ASSERT_TRUE(p.has_value());
+      EXPECT_EQ(p->rows, kExpertFfn);
+      EXPECT_TRUE(at::equal(p->dequantize(), g.load(name)));
+      EXPECT_LE((g.load(name) - gate[e]).abs().max().item<double>(), 0.05);  // Q8_0 of N(0, 1)
+      auto rows = g.load_packed(name, ShardSlice::rows(8, 16));
+      ASSERT_TRUE(rows.has_value());
+      EXPECT_TRUE(at::equal(rows->dequantize(), g.load(name, ShardSlice::rows(8, 16))));
+    }
+  }
+  // A stack whose first dimension is not the expert count is refused, naming the tensor.
+  GgufWriter bad = minimal_llama();
+  bad.kv_u32("llama.expert_count", 2).kv_u32("llama.expert_used_count", 1).tensor("blk.0.ffn_gate_exps.weight", gate);
+  bad.write(dir.file("bad_moe.gguf"));
+  expect_load_error([&] { GgufWeights g(dir.file("bad_moe.gguf")); },
+                    {"bad_moe.gguf", "blk.0.ffn_gate_exps.weight", "[3, 32, 64]", "2 experts"});
+}
+
+// Gemma 2 and 3: what llama.cpp assumes where the file is silent.
+TEST(GgufWeights, GemmaTwoAndThreeConfigFollowsLlamaCpp) {
+  ScratchDir dir;
+  auto gemma_file = [&](const std::string& arch, int64_t layers) {
+    GgufWriter w;
+    w.kv_string("general.architecture", arch)
+        .kv_u32(arch + ".block_count", static_cast<uint32_t>(layers))
+        .kv_u32(arch + ".embedding_length", kHidden)
+        .kv_u32(arch + ".feed_forward_length", kFfn)
+        .kv_u32(arch + ".attention.head_count", kHeads)
+        .kv_u32(arch + ".attention.head_count_kv", kKvHeads)
+        .kv_u32(arch + ".attention.key_length", 32)
+        .kv_f32(arch + ".attention.layer_norm_rms_epsilon", 1e-6f)
+        .kv_u32(arch + ".attention.sliding_window", 5);
+    if (arch == "gemma3") w.kv_string("gemma3.rope.scaling.type", "linear").kv_f32("gemma3.rope.scaling.factor", 8.f);
+    w.tensor("token_embd.weight", at::zeros({kVocab, kHidden}));
+    const std::string path = dir.file(arch + ".gguf");
+    w.write(path);
+    return path;
+  };
+  GgufWeights g2(gemma_file("gemma2", 4));
+  EXPECT_EQ(g2.config().architecture, "gemma2");
+  EXPECT_EQ(g2.config().query_pre_attn_scalar, 32.0);  // head_dim
+  EXPECT_EQ(g2.config().sliding_layers, (std::vector<bool>{true, false, true, false}));
+  EXPECT_EQ(g2.config().attn_logit_softcap, 50.0);
+  EXPECT_EQ(g2.config().final_logit_softcap, 30.0);
+  EXPECT_TRUE(g2.config().tie_word_embeddings);
+  GgufWeights g3(gemma_file("gemma3", 7));
+  EXPECT_EQ(g3.config().architecture, "gemma3_text");
+  EXPECT_EQ(g3.config().sliding_window, 5);
+  EXPECT_EQ(g3.config().sliding_layers, (std::vector<bool>{true, true, true, true, true, false, true}));
+  EXPECT_EQ(g3.config().rope_local_theta, 10000.0);
+  EXPECT_EQ(g3.config().rope_scaling.type, "linear");
+  EXPECT_EQ(g3.config().rope_scaling.factor, 8.0);
+}
+
 }  // namespace
 }  // namespace nnsight
