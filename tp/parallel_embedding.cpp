@@ -11,8 +11,9 @@
 namespace nnsight::tp {
 
 VocabParallelEmbedding::VocabParallelEmbedding(int64_t vocab, int64_t dim, ParallelContext ctx,
-                                               const at::TensorOptions& options)
-    : Module("Embedding"), vocab_(vocab), dim_(dim), ctx_(std::move(ctx)) {
+                                               const at::TensorOptions& options, double output_scale,
+                                               std::string type_name)
+    : Module(std::move(type_name)), vocab_(vocab), dim_(dim), output_scale_(output_scale), ctx_(std::move(ctx)) {
   rows_ = even_split(vocab, ctx_, "vocabulary size");
   weight = register_parameter("weight", lazy_zeros({rows_.length, dim}, options), false);
 }
@@ -26,14 +27,17 @@ at::Tensor VocabParallelEmbedding::forward(const at::Tensor& ids) {
     auto lookup = [&](const at::Tensor& ids) {
       return packed_ ? kernels::packed_embedding(*packed_, ids, weight.scalar_type()) : at::embedding(weight, ids);
     };
-    if (ctx_.single()) return lookup(in);
+    auto scaled = [&](at::Tensor y) {
+      return output_scale_ == 0.0 ? y : y * at::scalar_tensor(output_scale_, y.options()).item();
+    };
+    if (ctx_.single()) return scaled(lookup(in));
     // Ids owned by other ranks look up row 0 and are zeroed before the sum.
     at::Tensor local = in - rows_.start;
     at::Tensor outside = (local < 0).logical_or_(local >= rows_.length);
     at::Tensor y = lookup(local.masked_fill(outside, 0));
     y.masked_fill_(outside.unsqueeze(-1), 0);
     ctx_.group->all_reduce_sum(y);
-    return y;
+    return scaled(y);
   });
 }
 

@@ -16,7 +16,11 @@ namespace nnsight::tp {
 
 class VocabParallelEmbedding : public Module {
  public:
-  VocabParallelEmbedding(int64_t vocab, int64_t dim, ParallelContext ctx, const at::TensorOptions& options);
+  // output_scale != 0 multiplies the looked-up rows by it (rounded to the
+  // activation dtype) inside the module, as Gemma 3's scaled embedding does,
+  // so hooks see the scaled rows; type_name is the module's class name.
+  VocabParallelEmbedding(int64_t vocab, int64_t dim, ParallelContext ctx, const at::TensorOptions& options,
+                         double output_scale = 0.0, std::string type_name = "Embedding");
 
   at::Tensor forward(const at::Tensor& ids);  // [T] int64 -> [T, dim]
   void load_weights(const WeightSource& source) override;
@@ -31,6 +35,7 @@ class VocabParallelEmbedding : public Module {
 
  private:
   int64_t vocab_, dim_;
+  double output_scale_ = 0.0;
   ParallelContext ctx_;
   RowRange rows_;
   std::shared_ptr<const kernels::PackedMatrix> packed_;

@@ -248,8 +248,11 @@ DecoderStack::DecoderStack(const ModelConfig& cfg, const tp::ParallelContext& ct
                            StackSpec spec, const std::function<std::shared_ptr<DecoderLayer>(int64_t)>& make_layer,
                            std::shared_ptr<Norm> final_norm)
     : Module(spec.type_name), spec_(std::move(spec)), max_position_(cfg.max_position) {
+  const bool inside = !spec_.scaled_embed_type.empty();
   embed = register_module(spec_.embed_name,
-                          std::make_shared<tp::VocabParallelEmbedding>(cfg.vocab_size, cfg.hidden_size, ctx, opts));
+                          std::make_shared<tp::VocabParallelEmbedding>(
+                              cfg.vocab_size, cfg.hidden_size, ctx, opts, inside ? spec_.embed_scale : 0.0,
+                              inside ? spec_.scaled_embed_type : std::string("Embedding")));
   layers = register_module("layers", torch::nn::ModuleList());
   for (int64_t i = 0; i < cfg.num_layers; ++i) {
     auto layer = make_layer(i);
@@ -266,7 +269,8 @@ at::Tensor DecoderStack::forward(const at::Tensor& tokens, const batching::Batch
   return invoke(tokens, [&](const at::Tensor& ids) {
     at::Tensor h = embed->forward(ids);  // [T, hidden]
     // Gemma multiplies by sqrt(hidden) rounded to the activation dtype, as Hugging Face does.
-    if (spec_.embed_scale != 0.0) h = h * at::scalar_tensor(spec_.embed_scale, h.options()).item();
+    if (spec_.embed_scale != 0.0 && spec_.scaled_embed_type.empty())
+      h = h * at::scalar_tensor(spec_.embed_scale, h.options()).item();
     for (size_t i = 0; i < layer_ptrs.size(); ++i) h = layer_ptrs[i]->forward(h, meta, kv[i]);
     return norm->forward(h);
   });

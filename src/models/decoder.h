@@ -125,6 +125,9 @@ struct StackSpec {
   std::string embed_name = "embed_tokens";
   std::string norm_name = "norm";
   double embed_scale = 0.0;  // Gemma: sqrt(hidden), rounded to the activation dtype; 0 = none
+  // Gemma 3 scales inside the embedding module (its hooks see scaled rows),
+  // Gemma 1/2 after it; the embedding's class name when inside.
+  std::string scaled_embed_type;
 };
 
 class DecoderStack : public Module {

@@ -88,6 +88,7 @@ std::shared_ptr<CausalLM> make_gemma(const ModelConfig& cfg, const tp::ParallelC
     StackSpec s;
     s.type_name = prefix + (c.architecture == "gemma3_text" ? "TextModel" : "Model");
     s.embed_scale = std::sqrt(static_cast<double>(c.hidden_size));
+    if (c.architecture == "gemma3_text") s.scaled_embed_type = "Gemma3TextScaledWordEmbedding";
     return std::make_shared<DecoderStack>(
         c, x, o, s, layer, std::make_shared<RMSNorm>(prefix + "RMSNorm", c.hidden_size, c.norm_eps, o, true));
   };

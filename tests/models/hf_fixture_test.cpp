@@ -303,6 +303,39 @@ INSTANTIATE_TEST_SUITE_P(Models, HfFixture,
                                            "qwen3_moe_gguf"),
                          [](const ::testing::TestParamInfo<std::string>& i) { return i.param; });
 
+// transformers' Gemma 3 scales the embedding inside `embed_tokens`
+// (Gemma3TextScaledWordEmbedding), Gemma 1/2 after it: a hook on
+// model.embed_tokens sees what that module returns there.
+TEST(HfFixtureGemma, EmbedTokensOutputIsWhatTheModuleReturnsInTransformers) {
+  at::NoGradGuard no_grad;
+  for (const std::string arch : {"gemma", "gemma2", "gemma3_text"}) {
+    SCOPED_TRACE(arch);
+    Reference ref(arch);
+    auto model = load(arch);
+    at::Tensor embed_out, layer_in;
+    Module* embed = find_module(*model, "model.embed_tokens");
+    Module* layer0 = find_module(*model, "model.layers.0");
+    ASSERT_TRUE(embed && layer0);
+    EXPECT_EQ(embed->type_name(), arch == "gemma3_text" ? "Gemma3TextScaledWordEmbedding" : "Embedding");
+    embed->register_forward_hook([&](Module&, const ModuleIO&, const ModuleIO& o) {
+      embed_out = o.tensor().clone();
+      return std::optional<ModuleIO>();
+    });
+    layer0->register_forward_pre_hook([&](Module&, const ModuleIO& in) {
+      layer_in = in.at(0).clone();
+      return std::optional<ModuleIO>();
+    });
+    at::Tensor ids = ref.get("ids.1");
+    PagedRun run(*model);
+    std::vector<PagedRun::Seq> seqs(1);
+    seqs[0].tokens.assign(ids.data_ptr<int64_t>(), ids.data_ptr<int64_t>() + ids.numel());
+    run.step(seqs, {ids.numel()}, {});
+    ASSERT_TRUE(embed_out.defined() && layer_in.defined());
+    const double scale = arch == "gemma3_text" ? 1.0 : 8.0;  // sqrt(hidden 64) outside the module
+    EXPECT_TRUE(at::equal(embed_out * scale, layer_in));
+  }
+}
+
 TEST(HfConfig, UnimplementedFieldIsAnErrorNamingIt) {
   const std::string base = R"({"model_type": "llama", "vocab_size": 32, "hidden_size": 16, "intermediate_size": 32,
       "num_hidden_layers": 1, "num_attention_heads": 2)";
