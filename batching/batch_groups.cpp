@@ -7,6 +7,7 @@
 namespace nnsight::batching {
 
 RowRange BatchGroup::rows(RowLevel level) const {
+  TORCH_CHECK(level != RowLevel::kRouted, "BatchGroup::rows: routed rows need the module's row tokens (routed_rows)");
   if (level == RowLevel::kToken) return RowRange{token_start, num_tokens};
   return sample_row >= 0 ? RowRange{sample_row, 1} : RowRange{0, 0};
 }
@@ -60,7 +61,23 @@ const BatchGroup* BatchGroups::owner_of_row(int64_t row, RowLevel level) const {
 
 at::Tensor narrow_rows(const at::Tensor& t, RowRange r) { return t.narrow(0, r.start, r.count); }
 
+void routed_rows(const BatchGroup& g, const at::Tensor& row_tokens, RowRanges& out) {
+  TORCH_CHECK(row_tokens.scalar_type() == at::kLong && row_tokens.dim() == 1, "routed_rows: int64 [rows] expected");
+  const at::Tensor host = row_tokens.device().is_cpu() ? row_tokens.contiguous() : row_tokens.cpu();
+  const int64_t* tok = host.data_ptr<int64_t>();
+  const int64_t lo = g.token_start, hi = g.token_start + g.num_tokens;
+  const size_t first = out.size();
+  for (int64_t i = 0; i < host.numel(); ++i) {
+    if (tok[i] < lo || tok[i] >= hi) continue;
+    if (out.size() > first && out.back().start + out.back().count == i)
+      ++out.back().count;
+    else
+      out.push_back(RowRange{i, 1});
+  }
+}
+
 at::Tensor gather_rows(const at::Tensor& t, const RowRanges& ranges) {
+  if (ranges.empty()) return t.narrow(0, 0, 0);
   if (ranges.size() == 1) return narrow_rows(t, ranges[0]);
   std::vector<at::Tensor> parts;
   parts.reserve(ranges.size());

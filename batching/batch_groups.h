@@ -1,11 +1,15 @@
 // Batch groups: which rows of a step's tensors belong to which request.
 //
-// Two levels of rows (RowLevel):
+// Three levels of rows (RowLevel):
 //   token   the flat [num_tokens, ...] tensors of the forward: request r owns
 //           rows [token_start, token_start + num_tokens)
 //   prompt  tensors after the last-token selection ([num_sampling, ...]:
 //           logits, samples, and any module that runs on the selected rows,
 //           such as an LM head): r owns row sample_row, if it samples
+//   routed  a subset of the token rows in an order of the module's own (an
+//           MoE expert sees the tokens routed to it): the module publishes
+//           each row's token row, and r owns the rows whose token is one of
+//           its own (routed_rows)
 // Which level a module's values use is a fact of the model's structure
 // (runner/model_runner/model_structure.h records it when it probes the model).
 //
@@ -23,7 +27,7 @@
 
 namespace nnsight::batching {
 
-enum class RowLevel : uint8_t { kToken, kPrompt };
+enum class RowLevel : uint8_t { kToken, kPrompt, kRouted };
 
 // Rows [start, start + count) of dim 0.
 struct RowRange {
@@ -45,7 +49,8 @@ struct BatchGroup {
   bool recompute = false;     // re-prefill after preemption
 
   bool samples() const { return sample_row >= 0; }
-  // Its rows at `level` (empty at prompt level when it does not sample).
+  // Its rows at token or prompt `level` (empty at prompt level when it does
+  // not sample); routed rows come from routed_rows.
   RowRange rows(RowLevel level) const;
   int64_t last_token_row() const { return token_start + num_tokens - 1; }
   int64_t last_position() const { return num_computed + num_tokens - 1; }
@@ -84,9 +89,15 @@ class BatchGroups {
 
 // ---- rows of a tensor (dim 0) ----------------------------------------------------
 
+// Appends the rows of a routed tensor that belong to `g`: row i is g's when
+// row_tokens[i] (int64 [rows], the token row each row came from) lies in g's
+// token rows. Consecutive rows form one range, in the module's order.
+void routed_rows(const BatchGroup& g, const at::Tensor& row_tokens, RowRanges& out);
+
 // A view of the rows of `t` in `r`.
 at::Tensor narrow_rows(const at::Tensor& t, RowRange r);
-// The rows of `t` in `ranges`, concatenated in order: a view for one range, a copy for several.
+// The rows of `t` in `ranges`, concatenated in order: a view for one range (or
+// none: zero rows), a copy for several.
 at::Tensor gather_rows(const at::Tensor& t, const RowRanges& ranges);
 // Writes `value` ([sum of counts, ...], or broadcastable to it) into the rows of
 // `target` in `ranges`, in order; other rows are untouched.

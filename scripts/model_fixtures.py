@@ -12,7 +12,10 @@ For each architecture it writes tests/data/models/<arch>/:
     greedy.<s>       int64 [new]            HF greedy continuation of sequence s
     ablation.logits  f32 [len0, vocab]      logits of sequence 0 with one module's output zeroed
     router.<s>       f32 [len, experts]     (MoE) output of the router named in the metadata
-  metadata: {"ablate": "<module path>", "router": "<module path>"}
+    expert_in.<s>    f32 [routed, hidden]   (MoE) input of the expert named "expert" in the metadata
+    expert.<s>       f32 [routed, hidden]   (MoE) its output (before the routing weight)
+    expert_proj.<s>  f32 [routed, inter]    (MoE) the output of its first projection (w1 / gate_proj)
+  metadata: {"ablate": "<module path>", "router": "<module path>", "expert": "<module path>"}
 
 Weights are random (seeded), rounded to bfloat16 and stored so; the
 reference runs in float32 on exactly those values.
@@ -211,9 +214,18 @@ def first(o):
     return o[0] if isinstance(o, tuple) else o
 
 
-def run(model, ids, capture=None):
+EXPERT_PROJ = {"mixtral": "w1", "qwen3_moe": "gate_proj", "qwen3_moe_gguf": "gate_proj"}
+
+
+def run(model, ids, capture=None, expert=None, proj=None):
     outs = {}
     handles = []
+    if expert:
+        def keep(m, i, o):
+            outs["expert_in"], outs["expert"] = i[0], o
+        handles.append(module_at(model, expert).register_forward_hook(keep))
+        handles.append(module_at(model, expert + "." + proj).register_forward_hook(
+            lambda m, i, o: outs.__setitem__("expert_proj", o)))
     for l, layer in enumerate(layers_of(model)):
         handles.append(layer.register_forward_hook(lambda m, i, o, l=l: outs.__setitem__(("layer", l), first(o))))
     handles.append(final_norm_of(model).register_forward_hook(lambda m, i, o: outs.__setitem__("norm", first(o))))
@@ -262,11 +274,14 @@ def make(arch, spec, out_dir, tokenizer_path, seed):
     router = ROUTERS.get(arch)
     if router:
         meta["router"] = router
+    expert = ablate if arch in EXPERT_PROJ and ".experts." in ablate else None
+    if expert:
+        meta["expert"] = expert
     seqs = []
     for s, n in enumerate(LENGTHS):
         ids = torch.randint(3, VOCAB, (n,), generator=g).tolist()
         seqs.append(ids)
-        logits, outs = run(model, ids, router)
+        logits, outs = run(model, ids, router, expert, EXPERT_PROJ.get(arch))
         tensors[f"ids.{s}"] = torch.tensor(ids, dtype=torch.int64)
         tensors[f"logits.{s}"] = logits.float().contiguous()
         for l in range(config.num_hidden_layers):
@@ -275,6 +290,10 @@ def make(arch, spec, out_dir, tokenizer_path, seed):
         tensors[f"greedy.{s}"] = torch.tensor(greedy(model, ids, NEW_TOKENS), dtype=torch.int64)
         if router:
             tensors[f"router.{s}"] = outs["capture"].reshape(n, -1).float().contiguous()
+        if expert:
+            # Every expert runs every step in transformers 4.51, also on no rows.
+            for k in ("expert_in", "expert", "expert_proj"):
+                tensors[f"{k}.{s}"] = outs[k].float().contiguous()
     # Ablation: the module's output zeroed (element 0 of a tuple output).
     def zero(m, i, o):
         if isinstance(o, tuple):

@@ -135,7 +135,7 @@ void decode(const std::string& b, WorkerReady& v) {
       throw WorkerError("worker message: corrupt structure");
     std::vector<ModuleInfo> modules;
     for (size_t i = 0; i < paths.size(); ++i) {
-      if (levels[i] > static_cast<uint8_t>(batching::RowLevel::kPrompt))
+      if (levels[i] > static_cast<uint8_t>(batching::RowLevel::kRouted))
         throw WorkerError("worker message: corrupt structure");
       modules.push_back(ModuleInfo{paths[i], types[i], tuples[i], static_cast<batching::RowLevel>(levels[i])});
     }

@@ -29,6 +29,7 @@ ModelStructure ModelStructure::probe(CausalLM& model, std::vector<KVCache>& kv) 
     if (path.empty()) continue;  // the root is not an envoy
     const size_t index = modules.size();
     modules.push_back(ModuleInfo{path, m->type_name(), m->output_tuple_size()});
+    if (m->row_tokens() != nullptr) modules.back().row_level = batching::RowLevel::kRouted;
     const std::string p = path;
     handles.push_back(m->register_forward_pre_hook([&events, p](Module&, const ModuleIO&) {
       events.push_back(p + ".input");
@@ -39,7 +40,8 @@ ModelStructure ModelStructure::probe(CausalLM& model, std::vector<KVCache>& kv) 
           events.push_back(p + ".output");
           // Two tokens, one sampling row: a module whose rows are the sampling
           // rows runs after the last-token selection.
-          if (!out.empty() && out.at(0).defined() && out.at(0).dim() > 0 && out.at(0).size(0) == 1)
+          if (modules[index].row_level != batching::RowLevel::kRouted && !out.empty() && out.at(0).defined() &&
+              out.at(0).dim() > 0 && out.at(0).size(0) == 1)
             modules[index].row_level = batching::RowLevel::kPrompt;
           return std::optional<ModuleIO>();
         }));

@@ -73,6 +73,13 @@ class Module : public torch::nn::Module {
   void set_input_sharding(std::shared_ptr<const TensorSharding> s) { input_sharding_ = std::move(s); }
   void set_output_sharding(std::shared_ptr<const TensorSharding> s) { output_sharding_ = std::move(s); }
 
+  // A module that runs on a subset of the step's token rows (an MoE expert
+  // and the modules inside it) says which token row each of its rows is:
+  // int64 [rows], set for each forward by the module that routes them. Null
+  // for every other module (its rows are the step's token or prompt rows).
+  const at::Tensor* row_tokens() const { return row_tokens_.get(); }
+  void set_row_tokens(std::shared_ptr<at::Tensor> t) { row_tokens_ = std::move(t); }
+
   HookHandle register_forward_pre_hook(ForwardPreHook hook);
   HookHandle register_forward_hook(ForwardHook hook);
   bool has_hooks() const noexcept { return hooked_; }
@@ -110,6 +117,7 @@ class Module : public torch::nn::Module {
   bool hooked_ = false;
   std::shared_ptr<detail::HookRegistry> hooks_;
   std::shared_ptr<const TensorSharding> input_sharding_, output_sharding_;
+  std::shared_ptr<at::Tensor> row_tokens_;
 };
 
 }  // namespace nnsight

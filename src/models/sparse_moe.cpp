@@ -20,14 +20,16 @@ MoeExpert::MoeExpert(const ModelConfig& cfg, const tp::ParallelContext& ctx, con
   act_fn = register_module("act_fn", std::make_shared<Activation>(Activation::parse(cfg.hidden_act)));
   act_fn->set_input_sharding(tp::last_dim_sharding(ctx, cols));
   act_fn->set_output_sharding(tp::last_dim_sharding(ctx, cols));
+  for (Module* m :
+       {static_cast<Module*>(this), static_cast<Module*>(gate_proj.get()), static_cast<Module*>(up_proj.get()),
+        static_cast<Module*>(down_proj.get()), static_cast<Module*>(act_fn.get())})
+    m->set_row_tokens(row_tokens_);
 }
 
-at::Tensor MoeExpert::forward(const at::Tensor& x, const at::Tensor& tokens) {
-  return invoke(x, [&](const at::Tensor& h) {
-    if (tokens.numel() == 0) return at::zeros_like(h);
-    at::Tensor rows = h.index_select(0, tokens);  // [n, hidden]
-    at::Tensor y = down_proj->forward(act_fn->forward(gate_proj->forward(rows)) * up_proj->forward(rows));
-    return at::zeros_like(h).index_copy_(0, tokens, y);  // [T, hidden]
+at::Tensor MoeExpert::forward(const at::Tensor& rows, const at::Tensor& tokens) {
+  *row_tokens_ = tokens;                          // read by traces while this forward runs
+  return invoke(rows, [&](const at::Tensor& h) {  // [n, hidden]
+    return down_proj->forward(act_fn->forward(gate_proj->forward(h)) * up_proj->forward(h));
   });
 }
 
@@ -66,7 +68,7 @@ at::Tensor SparseMoeBlock::forward(const at::Tensor& x) {
       // Every expert runs every step (as in Hugging Face), so its hooks fire even with no rows.
       at::Tensor hit = (chosen_kt == ex).nonzero();  // [n, 2]: (slot, token)
       at::Tensor slot = hit.select(1, 0), token = hit.select(1, 1);
-      at::Tensor y = expert_ptrs[ex]->forward(h, token).index_select(0, token);  // [n, hidden]
+      at::Tensor y = expert_ptrs[ex]->forward(h.index_select(0, token), token);  // [n, hidden]
       at::Tensor w = weights.index({token, slot}).unsqueeze(1);                  // [n, 1]
       out.index_add_(0, token, y * w);
     }

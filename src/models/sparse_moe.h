@@ -4,12 +4,14 @@
 // [T, experts], hookable as `<block>.gate`; each token goes to its top-k
 // experts by softmax probability, weighted by those probabilities
 // (renormalized over the k when the spec says so). Each expert is a gated
-// MLP computed once per step on the rows routed to it. Its module input and
-// output are token-aligned [T, hidden] (output zero on rows not routed to
-// it, before the routing weight), where Hugging Face's expert sees only its
-// routed rows: the flat batch's contract is one row per token, so traces
-// read and write a request's rows of an expert like any module's. Under
-// tensor parallelism every rank holds every expert, split like a dense MLP.
+// MLP computed once per step on the rows routed to it, as in Hugging Face:
+// its input and output are [routed, hidden], slot-major (the tokens whose
+// first choice it is, in order, then those whose second choice, ...), and
+// the routing weight is applied after it. The expert and the modules inside
+// it publish each row's token row (Module::row_tokens), so traces see a
+// request's own routed rows (batching::RowLevel::kRouted) in the order
+// Hugging Face gives that request alone. Under tensor parallelism every
+// rank holds every expert, split like a dense MLP.
 #pragma once
 
 #include <torch/nn/modules/container/modulelist.h>
@@ -34,12 +36,16 @@ struct MoeSpec {
 class MoeExpert : public Module {
  public:
   MoeExpert(const ModelConfig& cfg, const tp::ParallelContext& ctx, const at::TensorOptions& opts, const MoeSpec& spec);
-  // x: [T, hidden], tokens: [n] int64 (rows routed here) -> [T, hidden], zero off those rows.
-  at::Tensor forward(const at::Tensor& x, const at::Tensor& tokens);
+  // rows: [n, hidden], the hidden states of tokens (int64 [n], their token
+  // rows in the step) -> [n, hidden], before the routing weight.
+  at::Tensor forward(const at::Tensor& rows, const at::Tensor& tokens);
 
   std::shared_ptr<tp::ColumnParallelLinear> gate_proj, up_proj;
   std::shared_ptr<tp::RowParallelLinear> down_proj;
   std::shared_ptr<Activation> act_fn;
+
+ private:
+  std::shared_ptr<at::Tensor> row_tokens_ = std::make_shared<at::Tensor>();  // shared with the sublayers
 };
 
 class SparseMoeBlock : public FeedForward {

@@ -65,5 +65,33 @@ TEST(BatchGroups, GatherAndWriteTouchOnlyTheRanges) {
   EXPECT_EQ(batching::count_rows(mine), 6);
 }
 
+// Routed rows: an expert's rows in slot-major order (first choices, then
+// second choices), each row naming its token row.
+TEST(BatchGroups, RoutedRowsAreTheRowsOfTheRequestsTokens) {
+  batching::BatchGroups g = three();
+  // Tokens 1, 3, 6, 8 chose it first; tokens 0, 4, 7 second.
+  const at::Tensor row_tokens = at::tensor(std::vector<int64_t>{1, 3, 6, 8, 0, 4, 7});
+  batching::RowRanges r;
+  batching::routed_rows(*g.find(10), row_tokens, r);
+  EXPECT_EQ(r, (batching::RowRanges{{0, 2}, {4, 2}}));
+  r.clear();
+  batching::routed_rows(*g.find(20), row_tokens, r);
+  EXPECT_EQ(r, (batching::RowRanges{{2, 1}, {6, 1}}));
+  r.clear();
+  batching::routed_rows(*g.find(30), row_tokens, r);
+  EXPECT_EQ(r, (batching::RowRanges{{3, 1}}));
+  // A request none of whose tokens came here owns no rows; gathering none gives zero rows.
+  r.clear();
+  batching::routed_rows(*g.find(30), at::tensor(std::vector<int64_t>{0, 1}), r);
+  EXPECT_TRUE(r.empty());
+  EXPECT_EQ(batching::gather_rows(at::ones({2, 3}), r).sizes(), (std::vector<int64_t>{0, 3}));
+  // Appends after what is there (several requests of a promptless invoke).
+  batching::RowRanges both;
+  batching::routed_rows(*g.find(20), row_tokens, both);
+  batching::routed_rows(*g.find(30), row_tokens, both);
+  EXPECT_EQ(both, (batching::RowRanges{{2, 1}, {6, 1}, {3, 1}}));
+  EXPECT_THROW(g.find(10)->rows(batching::RowLevel::kRouted), c10::Error);
+}
+
 }  // namespace
 }  // namespace nnsight

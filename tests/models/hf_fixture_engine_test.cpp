@@ -81,5 +81,97 @@ INSTANTIATE_TEST_SUITE_P(Models, HfFixtureEngine,
                                            "gemma3_text", "mixtral", "qwen3_moe"),
                          [](const ::testing::TestParamInfo<std::string>& i) { return i.param; });
 
+// Mixture of experts: an expert sees the tokens routed to it, as in
+// transformers. Three prompts in one batch, each invoke reads its own rows
+// of an expert (input, output, and the first projection inside it), equal to
+// what transformers' expert saw for that prompt alone; the first invoke also
+// zeroes its rows of the expert's output, which gives transformers' ablated
+// logits for it and leaves the others' logits alone.
+class HfFixtureMoe : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(HfFixtureMoe, TracesSeeEachRequestsRoutedRowsOfAnExpert) {
+  const std::string arch = GetParam();
+  SafetensorsFile ref(fixture_dir(arch) + "/reference.safetensors");
+  const std::string expert = ref.metadata().at("expert");
+  const std::string proj = arch == "mixtral" ? "w1" : "gate_proj";
+  LanguageModel lm(EngineArgs().model(fixture_dir(arch)).kv_cache_memory_mb(4).show_progress(false));
+  EXPECT_EQ(lm.envoy(expert).type_name(), arch == "mixtral" ? "MixtralBlockSparseTop2MLP" : "Qwen3MoeMLP");
+  std::vector<Saved> in(3), out(3), inner(3), logits(3);
+  auto res = lm.trace(SamplingParams().temperature(0).max_tokens(1), [&](Tracer& t) {
+    for (int s = 0; s < 3; ++s) {
+      t.invoke(ints(ref.load("ids." + std::to_string(s))), [&, s] {
+        auto e = lm.envoy(expert);
+        in[s] = e.input().save();
+        inner[s] = e[proj].output().save();
+        out[s] = e.output().save();
+        if (s == 0) e.output() = e.output() * 0;
+        logits[s] = lm.logits().save();
+      });
+    }
+  });
+  auto rel = [](const at::Tensor& got, const at::Tensor& want) {
+    EXPECT_EQ(got.sizes(), want.sizes());
+    if (got.sizes() != want.sizes()) return 1.0;
+    return (got - want).abs().max().item<double>() / std::max(want.abs().max().item<double>(), 1e-30);
+  };
+  for (int s = 0; s < 3; ++s) {
+    SCOPED_TRACE("sequence " + std::to_string(s));
+    const std::string ss = std::to_string(s);
+    EXPECT_LE(rel(res[in[s]], ref.load("expert_in." + ss)), 1e-4);
+    EXPECT_LE(rel(res[out[s]], ref.load("expert." + ss)), 1e-4);
+    EXPECT_LE(rel(res[inner[s]], ref.load("expert_proj." + ss)), 1e-4);
+    const int64_t last = ref.load("ids." + ss).numel() - 1;
+    const at::Tensor want = s == 0 ? ref.load("ablation.logits")[last] : ref.load("logits." + ss)[last];
+    EXPECT_LE(rel(res[logits[s]][0], want), 1e-4);
+  }
+}
+
+// The same reads and writes of routed rows at TP=2 (gloo, worker processes):
+// the expert's projections are split across ranks; traces see them whole.
+class HfFixtureMoeTp : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(HfFixtureMoeTp, RoutedRowsAtTwoRanksEqualOne) {
+  const std::string arch = GetParam();
+  SafetensorsFile ref(fixture_dir(arch) + "/reference.safetensors");
+  const std::string expert = ref.metadata().at("expert");
+  const std::string proj = arch == "mixtral" ? "w1" : "gate_proj";
+  auto run = [&](int tp) {
+    LanguageModel lm(EngineArgs()
+                         .model(fixture_dir(arch))
+                         .kv_cache_memory_mb(4)
+                         .show_progress(false)
+                         .worker_timeout_s(60)
+                         .tensor_parallel_size(tp));
+    std::vector<Saved> inner(2), logits(2);
+    auto res = lm.trace(SamplingParams().temperature(0).max_tokens(2).ignore_eos(true), [&](Tracer& t) {
+      for (int s = 0; s < 2; ++s) {
+        t.invoke(ints(ref.load("ids." + std::to_string(s))), [&, s] {
+          auto e = lm.envoy(expert);
+          inner[s] = e[proj].output().save();
+          if (s == 1) e[proj].output() = e[proj].output() * 0.5;
+          logits[s] = lm.logits().save();
+        });
+      }
+    });
+    std::vector<at::Tensor> out;
+    for (int s = 0; s < 2; ++s) {
+      out.push_back(res[inner[s]]);
+      out.push_back(res[logits[s]]);
+    }
+    return out;
+  };
+  const auto one = run(1), two = run(2);
+  ASSERT_EQ(one.size(), two.size());
+  for (size_t i = 0; i < one.size(); ++i) {
+    ASSERT_EQ(one[i].sizes(), two[i].sizes()) << i;
+    EXPECT_LE((one[i] - two[i]).abs().max().item<double>(), 1e-4) << i;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, HfFixtureMoe, ::testing::Values("mixtral", "qwen3_moe", "qwen3_moe_gguf"),
+                         [](const ::testing::TestParamInfo<std::string>& i) { return i.param; });
+INSTANTIATE_TEST_SUITE_P(Models, HfFixtureMoeTp, ::testing::Values("mixtral", "qwen3_moe"),
+                         [](const ::testing::TestParamInfo<std::string>& i) { return i.param; });
+
 }  // namespace
 }  // namespace nnsight

@@ -137,19 +137,21 @@ void Interleaver::sync_hooks() {
     auto mod = modules_.find(std::string(pk->module_path));
     if (mod == modules_.end()) continue;  // rejected at admission; nothing to hook
     const batching::RowLevel level = runner_.structure().row_level(key);
+    const at::Tensor* row_tokens = mod->second->row_tokens();
     if (pk->kind == dsl::KeyKind::ModuleOutput) {
       const TensorSharding* sharding = mod->second->output_sharding();
       hooks_[key] = mod->second->register_forward_hook(
-          [this, key, level, sharding](Module&, const ModuleIO&, const ModuleIO& out) -> std::optional<ModuleIO> {
-            EventValue ev{out, std::vector<bool>(out.size(), false), level, sharding};
+          [this, key, level, sharding, row_tokens](Module&, const ModuleIO&,
+                                                   const ModuleIO& out) -> std::optional<ModuleIO> {
+            EventValue ev{out, std::vector<bool>(out.size(), false), level, sharding, false, row_tokens};
             dispatch(key, ev);
             return result_of(ev);
           });
     } else {
       const TensorSharding* sharding = mod->second->input_sharding();
       hooks_[key] = mod->second->register_forward_pre_hook(
-          [this, key, level, sharding](Module&, const ModuleIO& in) -> std::optional<ModuleIO> {
-            EventValue ev{in, std::vector<bool>(in.size(), false), level, sharding};
+          [this, key, level, sharding, row_tokens](Module&, const ModuleIO& in) -> std::optional<ModuleIO> {
+            EventValue ev{in, std::vector<bool>(in.size(), false), level, sharding, false, row_tokens};
             dispatch(key, ev);
             return result_of(ev);
           });
@@ -188,13 +190,20 @@ const batching::BatchGroup* Interleaver::in_step(uint64_t request_id) const {
   return step_ ? step_->find(request_id) : nullptr;
 }
 
-bool Interleaver::rows_for(const Mediator& m, TraceGroup& g, batching::RowLevel level, int64_t step,
+bool Interleaver::rows_for(const Mediator& m, TraceGroup& g, const EventValue& ev, int64_t step,
                            batching::RowRanges& rows) const {
   rows.clear();
+  bool routed_present = false;
   auto add = [&](uint64_t rid) {
     const batching::BatchGroup* r = in_step(rid);
     if (!r || r->num_generated != step) return;
-    const batching::RowRange range = r->rows(level);
+    if (ev.level == batching::RowLevel::kRouted) {
+      TORCH_CHECK(ev.row_tokens != nullptr && ev.row_tokens->defined(), "routed module without row tokens");
+      batching::routed_rows(*r, *ev.row_tokens, rows);
+      routed_present = true;
+      return;
+    }
+    const batching::RowRange range = r->rows(ev.level);
     if (!range.empty()) rows.push_back(range);
   };
   if (m.request_id() != 0) {
@@ -202,7 +211,7 @@ bool Interleaver::rows_for(const Mediator& m, TraceGroup& g, batching::RowLevel 
   } else {
     for (uint64_t rid : g.requests()) add(rid);
   }
-  return !rows.empty();
+  return !rows.empty() || routed_present;
 }
 
 dsl::Value Interleaver::read(EventValue& ev, const std::string& key, const batching::RowRanges& rows) const {
@@ -285,7 +294,7 @@ void Interleaver::dispatch(const std::string& key, EventValue& ev) {
     if (!g.started || g.failed) continue;
     for (size_t i = 0; i < g.mediators().size() && !g.failed; ++i) {
       Mediator& m = *g.mediators()[i];
-      while (!g.failed && m.waiting() && m.wait_key() == key && rows_for(m, g, ev.level, m.wait_step(), rows)) {
+      while (!g.failed && m.waiting() && m.wait_key() == key && rows_for(m, g, ev, m.wait_step(), rows)) {
         gather(ev);  // outside the mediator's error handling: a failed collective ends the worker
         if (m.wait_kind() == Mediator::WaitKind::kGet) {
           dsl::Value v;

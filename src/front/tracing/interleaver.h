@@ -78,6 +78,8 @@ class Interleaver final : public runner::StepObserver {
     // for the model afterwards.
     const TensorSharding* sharding = nullptr;
     bool gathered = false;
+    // Routed level: the token row of each row (the module's row_tokens).
+    const at::Tensor* row_tokens = nullptr;
   };
 
   void start_group(TraceGroup& group);
@@ -89,8 +91,10 @@ class Interleaver final : public runner::StepObserver {
   // The value the model continues with after dispatch, or nullopt to keep its own.
   static std::optional<ModuleIO> result_of(EventValue& ev);
   // The rows of this step that mediator m sees at `level` for generation step `step`.
-  bool rows_for(const Mediator& m, TraceGroup& g, batching::RowLevel level, int64_t step,
-                batching::RowRanges& rows) const;
+  // False when none of its requests is at that step in this step's batch. At
+  // routed level a request in the step may own no rows (an expert none of its
+  // tokens went to): true, with no rows, as the module ran for it.
+  bool rows_for(const Mediator& m, TraceGroup& g, const EventValue& ev, int64_t step, batching::RowRanges& rows) const;
   dsl::Value read(EventValue& ev, const std::string& key, const batching::RowRanges& rows) const;
   void write(EventValue& ev, const std::string& key, const batching::RowRanges& rows, const dsl::Value& value);
   const batching::BatchGroup* in_step(uint64_t request_id) const;
