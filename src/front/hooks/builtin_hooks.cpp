@@ -36,12 +36,16 @@ struct RowFilter {
     if (all) return f(y);
     auto batch = current_forward_batch();
     if (!batch) return y;
+    if (y.dim() == 0 || y.size(0) != batch->num_tokens())
+      throw ConfigError("nnsight.hooks: \"request_ids\" selects rows of modules with one row per token (" +
+                        std::to_string(batch->num_tokens()) + " in this step); this output has " +
+                        std::to_string(y.dim() == 0 ? 0 : y.size(0)) + " rows (an LM head or an MoE expert)");
     at::Tensor out = y.clone();
     for (uint64_t id : ids) {
       auto r = batch->find(id);
       if (!r || r->num_tokens == 0) continue;
-      at::Tensor rows = batch->rows_of(*r, y);
-      rows.copy_(f(batch->rows_of(*r, out)));
+      // The copy's rows take f of the model's rows (writing into y would be lost: the copy is returned).
+      batch->rows_of(*r, out).copy_(f(batch->rows_of(*r, y)));
     }
     return out;
   }

@@ -253,6 +253,27 @@ TEST(ForwardHooksEngine, ZeroingOneMlpEqualsZeroedWeights) {
   EXPECT_NE(hooked, baseline) << "the ablation must change the generation";
 }
 
+// "request_ids" limits a built-in hook to those requests' rows; the other
+// requests of the same batches are untouched.
+TEST(ForwardHooksEngine, RequestIdsLimitTheHookToThoseRequests) {
+  auto baseline = generate(*testing::tiny_engine(engine_args(), testing::tiny_llama()));
+  auto reference = generate(*testing::tiny_engine(engine_args(), scaled_mlp_model(0.0)));
+  // Request ids are assigned in submission order by each engine alike.
+  auto probe = testing::tiny_engine(engine_args(), testing::tiny_llama());
+  const auto ids = probe->add_requests(prompts(4, 6));
+  auto hooked_engine =
+      testing::tiny_engine(engine_args().forward_hooks(hook_json("model.layers.1.mlp", "nnsight.hooks:zero",
+                                                                 json{{"request_ids", {ids[1], ids[3]}}})),
+                           testing::tiny_llama());
+  auto hooked = generate(*hooked_engine);
+  ASSERT_EQ(hooked.size(), 4u);
+  EXPECT_EQ(hooked[0], baseline[0]);
+  EXPECT_EQ(hooked[1], reference[1]);
+  EXPECT_EQ(hooked[2], baseline[2]);
+  EXPECT_EQ(hooked[3], reference[3]);
+  EXPECT_NE(reference[1], baseline[1]) << "the ablation must change the generation";
+}
+
 // Under tensor parallelism each rank's hooks see that rank's columns of a
 // column-parallel output (docs/hooks.md); element-wise hooks on them give
 // the same generation as in one process.
