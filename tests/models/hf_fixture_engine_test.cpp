@@ -92,6 +92,11 @@ class HfFixtureMoe : public ::testing::TestWithParam<std::string> {};
 TEST_P(HfFixtureMoe, TracesSeeEachRequestsRoutedRowsOfAnExpert) {
   const std::string arch = GetParam();
   SafetensorsFile ref(fixture_dir(arch) + "/reference.safetensors");
+  if (!ref.metadata().count("expert")) {
+    // Only other checkpoints ($NNSIGHT_MODEL_FIXTURES) can lack it: the script records an expert when it ablates one.
+    ASSERT_NE(std::getenv("NNSIGHT_MODEL_FIXTURES"), nullptr) << "the committed fixture records no expert";
+    GTEST_SKIP() << arch << ": this checkpoint's reference ablates no expert";
+  }
   const std::string expert = ref.metadata().at("expert");
   const std::string proj = arch == "mixtral" ? "w1" : "gate_proj";
   LanguageModel lm(EngineArgs().model(fixture_dir(arch)).kv_cache_memory_mb(4).show_progress(false));
@@ -112,6 +117,7 @@ TEST_P(HfFixtureMoe, TracesSeeEachRequestsRoutedRowsOfAnExpert) {
   auto rel = [](const at::Tensor& got, const at::Tensor& want) {
     EXPECT_EQ(got.sizes(), want.sizes());
     if (got.sizes() != want.sizes()) return 1.0;
+    if (want.numel() == 0) return 0.0;  // none of this prompt's tokens went to the expert
     return (got - want).abs().max().item<double>() / std::max(want.abs().max().item<double>(), 1e-30);
   };
   for (int s = 0; s < 3; ++s) {
@@ -133,6 +139,10 @@ class HfFixtureMoeTp : public ::testing::TestWithParam<std::string> {};
 TEST_P(HfFixtureMoeTp, RoutedRowsAtTwoRanksEqualOne) {
   const std::string arch = GetParam();
   SafetensorsFile ref(fixture_dir(arch) + "/reference.safetensors");
+  if (!ref.metadata().count("expert")) {
+    ASSERT_NE(std::getenv("NNSIGHT_MODEL_FIXTURES"), nullptr) << "the committed fixture records no expert";
+    GTEST_SKIP() << arch << ": this checkpoint's reference ablates no expert";
+  }
   const std::string expert = ref.metadata().at("expert");
   const std::string proj = arch == "mixtral" ? "w1" : "gate_proj";
   auto run = [&](int tp) {
@@ -164,6 +174,7 @@ TEST_P(HfFixtureMoeTp, RoutedRowsAtTwoRanksEqualOne) {
   ASSERT_EQ(one.size(), two.size());
   for (size_t i = 0; i < one.size(); ++i) {
     ASSERT_EQ(one[i].sizes(), two[i].sizes()) << i;
+    if (one[i].numel() == 0) continue;
     EXPECT_LE((one[i] - two[i]).abs().max().item<double>(), 1e-4) << i;
   }
 }
