@@ -105,6 +105,14 @@ class EngineArgs {
     worker_timeout_s_ = v;
     return *this;
   }  // default 120
+  // When the worker processes fail (one died, hung or broke the protocol), the
+  // requests they were running fail and the engine starts them again, this
+  // many times over its life; -1: always, 0: never (the engine stops serving).
+  int64_t max_worker_restarts() const { return max_worker_restarts_; }
+  EngineArgs& max_worker_restarts(int64_t v) {
+    max_worker_restarts_ = v;
+    return *this;
+  }  // default -1
   // Path of the nnsight-worker program; empty = next to the library / on PATH.
   const std::string& worker_program() const { return worker_program_; }
   EngineArgs& worker_program(std::string v) {
@@ -210,7 +218,7 @@ class EngineArgs {
        enable_prefix_caching_, block_size_, num_kv_blocks_, kv_cache_memory_mb_, executor_, tensor_parallel_size_,
        worker_timeout_s_, worker_program_, seed_, num_threads_, show_progress_, forward_hooks_, capture_enabled_,
        capture_set_, capture_layers_, capture_sample_rate_, capture_compression_k_, capture_buffer_size_gb_, engine_id_,
-       tp_rendezvous_, worker_addresses_, intervention_memory_mb_, dequantize_);
+       tp_rendezvous_, worker_addresses_, intervention_memory_mb_, dequantize_, max_worker_restarts_);
   }
 
  private:
@@ -230,6 +238,7 @@ class EngineArgs {
   std::string executor_ = "inproc";
   int64_t tensor_parallel_size_ = 1;
   double worker_timeout_s_ = 120.0;
+  int64_t max_worker_restarts_ = -1;
   std::string worker_program_;
   std::string tp_rendezvous_;
   std::string worker_addresses_;

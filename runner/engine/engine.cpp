@@ -35,6 +35,10 @@ Engine::Engine(const EngineArgs& args)
 Engine::Engine(const EngineArgs& args, std::unique_ptr<Executor> executor, std::shared_ptr<const Tokenizer> tokenizer)
     : args_(args), executor_(std::move(executor)), tokenizer_(std::move(tokenizer)) {
   args_.validate();
+  scheduler_ = std::make_unique<Scheduler>(scheduler_config());
+}
+
+SchedulerConfig Engine::scheduler_config() const {
   SchedulerConfig sc;
   sc.max_num_seqs = args_.max_num_seqs();
   sc.max_num_batched_tokens = args_.max_num_batched_tokens();
@@ -43,7 +47,7 @@ Engine::Engine(const EngineArgs& args, std::unique_ptr<Executor> executor, std::
   sc.enable_prefix_caching = args_.enable_prefix_caching();
   sc.num_blocks = executor_->num_kv_blocks();
   sc.block_size = args_.block_size();
-  scheduler_ = std::make_unique<Scheduler>(sc);
+  return sc;
 }
 
 Engine::~Engine() {
@@ -164,8 +168,7 @@ std::vector<RequestOutput> Engine::step() {
     try {
       out = executor_->execute(so);
     } catch (const std::exception& e) {
-      broken_ = e.what();
-      return fail_all(std::string("the engine's workers failed: ") + e.what());
+      return recover(e.what());
     }
   }
   std::vector<RequestPtr> changed = scheduler_->update(so, out);
@@ -194,6 +197,25 @@ std::vector<RequestOutput> Engine::step() {
     outputs.push_back(std::move(o));
   }
   return outputs;
+}
+
+std::vector<RequestOutput> Engine::recover(const std::string& failure) {
+  std::vector<RequestOutput> failed = fail_all("the engine's workers failed: " + failure);
+  const int64_t limit = args_.max_worker_restarts();
+  std::string why = "restarts are off (EngineArgs.max_worker_restarts 0)";
+  if (limit != 0 && (limit < 0 || restarts_ < limit)) {
+    std::fprintf(stderr, "[nnsight] the engine's workers failed (%s); starting them again\n", failure.c_str());
+    if (executor_->restart(&why)) {
+      ++restarts_;
+      scheduler_ = std::make_unique<Scheduler>(scheduler_config());  // empty caches, maybe another size
+      return failed;
+    }
+    why = "starting them again failed: " + why;
+  } else if (limit > 0) {
+    why = "restarted " + std::to_string(restarts_) + " times already (EngineArgs.max_worker_restarts)";
+  }
+  broken_ = failure + "; " + why;
+  return failed;
 }
 
 std::vector<RequestOutput> Engine::fail_all(const std::string& message) {

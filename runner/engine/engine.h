@@ -55,6 +55,8 @@ class Engine {
 
   // Fails every unfinished request with `message` (used when the executor broke).
   std::vector<RequestOutput> fail_all(const std::string& message);
+  // Times the workers were started again after a failure.
+  int64_t worker_restarts() const { return restarts_; }
 
   const std::shared_ptr<const Tokenizer>& tokenizer() const { return tokenizer_; }
   const ModelConfig& model_config() const { return executor_->model_config(); }
@@ -68,6 +70,10 @@ class Engine {
   RequestPtr make_request(RequestInput input);
   void process_text(Request& r, size_t first_new_token);
   RequestOutput snapshot(const Request& r) const;
+  SchedulerConfig scheduler_config() const;
+  // The executor failed: fails every unfinished request, then starts the
+  // workers again (EngineArgs.max_worker_restarts) or stops serving.
+  std::vector<RequestOutput> recover(const std::string& failure);
 
   EngineArgs args_;
   std::unique_ptr<Executor> executor_;
@@ -80,6 +86,7 @@ class Engine {
   std::unordered_map<uint64_t, size_t> emitted_tokens_;
   std::vector<uint64_t> to_report_;  // aborted requests whose final output is due
   std::string broken_;               // set once the executor failed for good
+  int64_t restarts_ = 0;
 };
 
 // Loads the tokenizer stored with a model (GGUF metadata or tokenizer.json).

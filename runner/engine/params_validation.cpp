@@ -63,6 +63,8 @@ void EngineArgs::validate() const {
   if (tensor_parallel_size_ < 1 || tensor_parallel_size_ > 64)
     bad(t, "tensor_parallel_size", "must be in [1, 64], got " + std::to_string(tensor_parallel_size_));
   if (!(worker_timeout_s_ > 0)) bad(t, "worker_timeout_s", "must be > 0");
+  if (max_worker_restarts_ < -1)
+    bad(t, "max_worker_restarts", "must be >= -1 (-1 = always), got " + std::to_string(max_worker_restarts_));
   if (!tp_rendezvous_.empty()) {
     try {
       tp::Rendezvous::parse(tp_rendezvous_);

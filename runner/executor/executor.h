@@ -24,6 +24,12 @@ class Executor {
   virtual const ModelConfig& model_config() const = 0;
   virtual const ModelStructure& model_structure() const = 0;
   virtual void shutdown() {}
+  // After execute() failed: starts the workers afresh (empty KV caches).
+  // False, with the reason in *error, when this executor cannot or it failed.
+  virtual bool restart(std::string* error) {
+    *error = "this executor cannot restart";
+    return false;
+  }
 };
 
 // Builds the executor EngineArgs ask for (loads the model).

@@ -83,13 +83,10 @@ std::string find_worker_program(const EngineArgs& args) {
 
 MultiProcExecutor::MultiProcExecutor(const EngineArgs& args) : args_(args) {
   const int world = static_cast<int>(args_.tensor_parallel_size());
-  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-  const int64_t threads = args_.num_threads() > 0 ? args_.num_threads() : std::max<int64_t>(1, cores / world);
-  const bool by_hand = !args_.worker_addresses().empty();
   // Workers this engine starts read this very file: refuse a size that does
   // not divide the model before starting any (workers started by hand, maybe
   // elsewhere, check their own copy).
-  if (!by_hand && world > 1) {
+  if (args_.worker_addresses().empty() && world > 1) {
     const std::string path = resolve_model_path(args_.model());
     try {
       check_tensor_parallel(open_weights(path)->config(), world);
@@ -98,6 +95,32 @@ MultiProcExecutor::MultiProcExecutor(const EngineArgs& args) : args_(args) {
                         " tensor-parallel ranks: " + e.what());
     }
   }
+  start();
+}
+
+bool MultiProcExecutor::restart(std::string* error) {
+  kill_all();
+  workers_.clear();
+  if (!args_.worker_addresses().empty()) {
+    *error = "workers started by hand (EngineArgs.worker_addresses) are not restarted by the engine";
+    return false;
+  }
+  try {
+    start();
+    return true;
+  } catch (const std::exception& e) {
+    kill_all();
+    workers_.clear();
+    *error = e.what();
+    return false;
+  }
+}
+
+void MultiProcExecutor::start() {
+  const int world = static_cast<int>(args_.tensor_parallel_size());
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  const int64_t threads = args_.num_threads() > 0 ? args_.num_threads() : std::max<int64_t>(1, cores / world);
+  const bool by_hand = !args_.worker_addresses().empty();
   if (!args_.tp_rendezvous().empty()) {
     rendezvous_ = args_.tp_rendezvous();
   } else if (by_hand && world > 1) {
@@ -139,6 +162,8 @@ MultiProcExecutor::MultiProcExecutor(const EngineArgs& args) : args_(args) {
       num_kv_blocks_ = std::min(num_kv_blocks_, r.num_kv_blocks);
     }
   }
+  dead_ = false;
+  ++starts_;
 }
 
 void MultiProcExecutor::spawn_workers(int world, int64_t threads) {

@@ -33,6 +33,11 @@ class MultiProcExecutor final : public Executor {
   const ModelConfig& model_config() const override { return config_; }
   const ModelStructure& model_structure() const override { return structure_; }
   void shutdown() override;
+  // Kills what is left of the workers and starts them again as at
+  // construction (spawned, or reconnected to the addresses given).
+  bool restart(std::string* error) override;
+  // Times the workers were started (1 after construction).
+  int64_t starts() const { return starts_; }
 
   // Process ids of the workers this engine started, rank order (tests kill
   // them to check failure handling); -1 for a worker started by hand.
@@ -47,6 +52,8 @@ class MultiProcExecutor final : public Executor {
     int rank = 0;
     std::string where;  // "127.0.0.1:29600" for a worker started by hand
   };
+  // Starts (or connects to) the workers and waits until they are ready.
+  void start();
   void spawn_workers(int world, int64_t threads);
   void connect_workers(int world);
   // One reply of type `expected` from every worker (any order, up to
@@ -63,6 +70,7 @@ class MultiProcExecutor final : public Executor {
   ModelConfig config_;
   ModelStructure structure_;
   bool dead_ = false;
+  int64_t starts_ = 0;
   std::string rendezvous_;
   std::string rendezvous_dir_;  // the temporary directory of a file store we made
 };

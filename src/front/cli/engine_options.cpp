@@ -12,6 +12,7 @@ std::vector<std::string> engine_option_names() {
           "tensor-parallel-size",
           "tp-rendezvous",
           "worker-addresses",
+          "max-worker-restarts",
           "threads",
           "max-num-seqs",
           "max-num-batched-tokens",
@@ -40,6 +41,7 @@ EngineArgs engine_args_from(const CliArgs& a) {
   e.tensor_parallel_size(a.get_int("tensor-parallel-size", 1));
   if (a.has("tp-rendezvous")) e.tp_rendezvous(a.get("tp-rendezvous"));
   if (a.has("worker-addresses")) e.worker_addresses(a.get("worker-addresses"));
+  e.max_worker_restarts(a.get_int("max-worker-restarts", e.max_worker_restarts()));
   e.num_threads(a.get_int("threads", 0));
   e.max_num_seqs(a.get_int("max-num-seqs", e.max_num_seqs()));
   e.max_num_batched_tokens(a.get_int("max-num-batched-tokens", e.max_num_batched_tokens()));

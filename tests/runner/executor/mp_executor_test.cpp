@@ -122,7 +122,8 @@ TEST_F(MultiProcess, WorkerAddressesMustMatchTheSize) {
 }
 
 TEST_F(MultiProcess, KilledWorkerFailsRequestsWithoutHanging) {
-  runner::Engine engine(args().executor("mp").tensor_parallel_size(2));
+  // Restarts off: the engine stops serving and says why.
+  runner::Engine engine(args().executor("mp").tensor_parallel_size(2).max_worker_restarts(0));
   auto& exec = dynamic_cast<runner::MultiProcExecutor&>(engine.executor());
   auto ids = engine.add_requests(requests(4, 200));
   engine.step();
@@ -140,7 +141,45 @@ TEST_F(MultiProcess, KilledWorkerFailsRequestsWithoutHanging) {
   EXPECT_TRUE(engine.broken());
   // New work is refused with a clear message instead of hanging.
   runner::RequestInput in = requests(1, 4).front();
-  EXPECT_THROW(engine.add_request(in), Error);
+  try {
+    engine.add_request(in);
+    FAIL() << "a broken engine must refuse new requests";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("worker rank 1 died"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("max_worker_restarts 0"), std::string::npos) << e.what();
+  }
+}
+
+// By default the engine starts the workers again: the running requests fail
+// with the reason, later ones are served as before the failure.
+TEST_F(MultiProcess, KilledWorkerIsRestartedAndLaterRequestsAreServed) {
+  auto reference = [&] {
+    runner::Engine ref(args().executor("mp").tensor_parallel_size(2));
+    auto ids = ref.add_requests(requests(2, 6));
+    auto done = run_to_completion(ref);
+    return std::vector<std::vector<int32_t>>{done.at(ids[0]).token_ids, done.at(ids[1]).token_ids};
+  }();
+  runner::Engine engine(args().executor("mp").tensor_parallel_size(2));
+  auto& exec = dynamic_cast<runner::MultiProcExecutor&>(engine.executor());
+  const std::vector<pid_t> first = exec.worker_pids();
+  auto doomed = engine.add_requests(requests(3, 200));
+  engine.step();
+  ::kill(first.at(1), SIGKILL);
+  auto done = run_to_completion(engine);
+  for (auto id : doomed) {
+    EXPECT_EQ(done.at(id).finish_reason, FinishReason::kError);
+    EXPECT_NE(done.at(id).error.find("worker rank 1 died"), std::string::npos) << done.at(id).error;
+  }
+  EXPECT_FALSE(engine.broken());
+  EXPECT_EQ(engine.worker_restarts(), 1);
+  EXPECT_EQ(exec.starts(), 2);
+  EXPECT_NE(exec.worker_pids(), first);
+  auto later = engine.add_requests(requests(2, 6));
+  auto served = run_to_completion(engine);
+  for (size_t i = 0; i < later.size(); ++i) {
+    EXPECT_EQ(served.at(later[i]).error, "");
+    EXPECT_EQ(served.at(later[i]).token_ids, reference[i]) << "request " << i;
+  }
 }
 
 TEST_F(MultiProcess, HungWorkerTimesOut) {
