@@ -210,6 +210,7 @@ class Writer {
         return;
       case NodeKind::Op:
       case NodeKind::Apply:
+      case NodeKind::Call:
         str(n.name);
         refs(n.args);
         return;
@@ -484,6 +485,10 @@ class Reader {
         break;
       case NodeKind::Apply:
         n.name = str("function name");
+        n.args = refs();
+        break;
+      case NodeKind::Call:
+        n.name = str("module path");
         n.args = refs();
         break;
       case NodeKind::Save: {

@@ -110,6 +110,18 @@ NodeId GraphBuilder::apply(std::string name, std::vector<NodeId> args, SourceLoc
   return push(std::move(n), kinds::Any);
 }
 
+NodeId GraphBuilder::call(std::string module, NodeId arg, SourceLoc loc) {
+  check_open(loc);
+  if (module.empty()) fail(loc, "call of an empty module path");
+  check_ref(arg, loc, "call");
+  Node n;
+  n.kind = NodeKind::Call;
+  n.name = std::move(module);
+  n.args = {arg};
+  n.loc = std::move(loc);
+  return push(std::move(n), kinds::Tensor);
+}
+
 NodeId GraphBuilder::save(NodeId value, std::string name, SaveMode mode, SourceLoc loc) {
   check_open(loc);
   check_ref(value, loc, "save");

@@ -41,6 +41,8 @@ class GraphBuilder : public std::enable_shared_from_this<GraphBuilder> {
   // Checks the op exists and the arguments fit its signature.
   NodeId op(std::string_view name, std::vector<NodeId> args, SourceLoc loc);
   NodeId apply(std::string name, std::vector<NodeId> args, SourceLoc loc);
+  // The model's module at `module` (a Hugging Face path) run on `arg`.
+  NodeId call(std::string module, NodeId arg, SourceLoc loc);
   // Empty name: a unique default name (default_save_name of the new node).
   NodeId save(NodeId value, std::string name, SaveMode mode, SourceLoc loc);
   NodeId stop(SourceLoc loc);

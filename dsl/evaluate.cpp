@@ -44,6 +44,10 @@ Value Provider::external(uint32_t invoke, NodeId node) {
                            std::to_string(invoke) + ", node " + std::to_string(node) + ")");
 }
 
+Value Provider::call(const std::string& module, const Value&) {
+  throw Error("module '" + module + "' cannot be called here: this provider has no model");
+}
+
 Evaluator::Evaluator(const ValidatedGraph& graph, Provider& provider, EvalOptions options)
     : g_(graph), provider_(provider), options_(options) {
   values_.resize(g_.size());
@@ -210,6 +214,12 @@ void Evaluator::exec(NodeId id) {
         args.reserve(n.args.size());
         for (size_t k = 0; k < n.args.size(); ++k) args.push_back(arg(id, k));
         values_[id] = f->fn(args);
+        break;
+      }
+      case NodeKind::Call: {
+        const Value& x = arg(id, 0);
+        if (!x.is_tensor()) fail(id, "module '" + n.name + "' takes a tensor, got " + x.describe());
+        values_[id] = provider_.call(n.name, x);
         break;
       }
       case NodeKind::Save:

@@ -51,6 +51,9 @@ class Provider {
   virtual Value external(uint32_t invoke, NodeId node);
   // A Stop node ran: the request should end after the current step.
   virtual void stop() {}
+  // A Call node: the model's module `module` run on `arg` (a tensor) with the
+  // worker's weights. The default throws (no model behind this provider).
+  virtual Value call(const std::string& module, const Value& arg);
 };
 
 struct EvalOptions {

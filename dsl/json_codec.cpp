@@ -127,6 +127,10 @@ Json node_json(const Node& n, size_t id) {
       j["function"] = n.name;
       j["args"] = n.args;
       break;
+    case NodeKind::Call:
+      j["module"] = n.name;
+      j["args"] = n.args;
+      break;
     case NodeKind::Save:
       j["name"] = n.name;
       j["args"] = n.args;
@@ -492,6 +496,11 @@ class Reader {
         only_keys(j, ptr, {"id", "kind", "loc", "function", "args"});
         n.name = str(field(j, ptr, "function"), ptr + "/function", "function");
         n.args = j.contains("args") ? refs(j, ptr) : std::vector<NodeId>{};
+        break;
+      case NodeKind::Call:
+        only_keys(j, ptr, {"id", "kind", "loc", "module", "args"});
+        n.name = str(field(j, ptr, "module"), ptr + "/module", "module");
+        n.args = refs(j, ptr);
         break;
       case NodeKind::Save: {
         only_keys(j, ptr, {"id", "kind", "loc", "name", "args", "mode"});

@@ -28,6 +28,8 @@ const char* node_kind_name(NodeKind k) {
       return "external";
     case NodeKind::Apply:
       return "apply";
+    case NodeKind::Call:
+      return "call";
   }
   return "?";
 }
@@ -45,6 +47,7 @@ bool Node::has_value() const {
     case NodeKind::Iter:
     case NodeKind::External:
     case NodeKind::Apply:
+    case NodeKind::Call:
       return true;
     default:
       return false;
@@ -58,6 +61,7 @@ std::string Node::describe(NodeId id) const {
       s += " '" + name + "'";
       break;
     case NodeKind::Apply:
+    case NodeKind::Call:
       s += " '" + name + "'";
       break;
     case NodeKind::Get:
@@ -86,6 +90,7 @@ bool identical(const Node& a, const Node& b) {
       return a.name == b.name && a.step == b.step && a.args == b.args;
     case NodeKind::Op:
     case NodeKind::Apply:
+    case NodeKind::Call:
       return a.name == b.name && a.args == b.args;
     case NodeKind::Save:
       return a.name == b.name && a.args == b.args && a.save_mode == b.save_mode;

@@ -30,8 +30,9 @@ enum class NodeKind : uint8_t {
   Stop = 9,       // ends the request early
   External = 10,  // the value of node ext_node of invoke ext_invoke of the same trace
   Apply = 11,     // name(args...) from the worker's FunctionRegistry
+  Call = 12,      // the model's module `name` run on args[0] with the worker's weights
 };
-constexpr int kNumNodeKinds = 12;
+constexpr int kNumNodeKinds = 13;
 const char* node_kind_name(NodeKind k);  // "const", "get", ...
 
 // Which generation step a Get/Set addresses.
@@ -75,12 +76,12 @@ enum class SaveMode : uint8_t {
 // listed in docs/ir.md and enforced by the codecs and the validator.
 struct Node {
   NodeKind kind = NodeKind::Const;
-  SourceLoc loc;                           // the user's file and line
-  std::string name;                        // Get/Set: provider key; Op: op; Apply: function; Save: save name
-  std::vector<NodeId> args;                // Op/Apply: arguments; Set/Save/Cond: exactly one
-  Value value;                             // Const
-  StepSpec step;                           // Get/Set
-  IterRange range;                         // Iter
+  SourceLoc loc;             // the user's file and line
+  std::string name;          // Get/Set: provider key; Op: op; Apply: function; Save: save name; Call: module path
+  std::vector<NodeId> args;  // Op/Apply: arguments; Set/Save/Cond/Call: exactly one
+  Value value;               // Const
+  StepSpec step;             // Get/Set
+  IterRange range;           // Iter
   SaveMode save_mode = SaveMode::Replace;  // Save
   uint32_t ext_invoke = 0;                 // External
   NodeId ext_node = 0;                     // External

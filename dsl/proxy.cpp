@@ -499,4 +499,10 @@ Proxy apply(const std::string& name, std::initializer_list<Operand> args, CallSi
   return apply(name, std::vector<Operand>(args), site);
 }
 
+Proxy call_module(const std::string& path, const Operand& x, CallSite site) {
+  Rec r(site.loc(), {proxy_in(x)});
+  const NodeId arg = r.o(x);
+  return ProxyAccess::make(r.b, r.b->call(path, arg, r.loc));
+}
+
 }  // namespace nnsight

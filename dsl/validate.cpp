@@ -182,6 +182,16 @@ class Validator {
         kinds[id] = def->result_kind(ks.data(), ks.size());
         break;
       }
+      case NodeKind::Call:
+        // Whether the module exists and can be called is the model's to say
+        // (the tracing layer checks it against the model's structure).
+        check_string(id, n.name, "module path");
+        if (n.name.empty()) fail(id, "empty module path");
+        check_args(id, n.args, 1);
+        if ((kinds[n.args[0]] & kinds::Tensor) == 0)
+          fail(id, "a module is called on a tensor, not a " + describe_mask(kinds[n.args[0]]));
+        kinds[id] = kinds::Tensor;
+        break;
       case NodeKind::Apply:
         check_string(id, n.name, "function name");
         if (n.name.empty()) fail(id, "empty function name");

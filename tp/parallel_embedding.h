@@ -23,6 +23,8 @@ class VocabParallelEmbedding : public Module {
                          double output_scale = 0.0, std::string type_name = "Embedding");
 
   at::Tensor forward(const at::Tensor& ids);  // [T] int64 -> [T, dim]
+  bool callable() const override { return true; }
+  at::Tensor call(const at::Tensor& x) override { return forward(x); }
   void load_weights(const WeightSource& source) override;
 
   int64_t vocab() const { return vocab_; }
@@ -47,6 +49,8 @@ class ParallelLMHead : public Module {
 
   // [S, dim] -> [S, vocab] on every rank.
   at::Tensor forward(const at::Tensor& hidden);
+  bool callable() const override { return true; }
+  at::Tensor call(const at::Tensor& x) override { return forward(x); }
   void load_weights(const WeightSource& source) override;
   // Shares the embedding's weight (tied word embeddings); loading is then skipped.
   void tie_to(const VocabParallelEmbedding& embedding);

@@ -41,6 +41,8 @@ class ColumnParallelLinear : public Module {
                        const at::TensorOptions& options);
 
   at::Tensor forward(const at::Tensor& x);  // [T, in] -> [T, local_out] (or [T, out] gathered)
+  bool callable() const override { return true; }
+  at::Tensor call(const at::Tensor& x) override { return forward(x); }
   void load_weights(const WeightSource& source) override;
 
   int64_t in_features() const { return in_; }
@@ -72,6 +74,8 @@ class RowParallelLinear : public Module {
                     const at::TensorOptions& options);
 
   at::Tensor forward(const at::Tensor& x);  // [T, local_in] -> [T, out], reduced over ranks
+  bool callable() const override { return true; }
+  at::Tensor call(const at::Tensor& x) override { return forward(x); }
   void load_weights(const WeightSource& source) override;
 
   int64_t in_features() const { return layout_.whole(); }  // whole-weight columns

@@ -35,6 +35,14 @@ class Envoy {
   Proxy input(CallSite site = CallSite()) const;
   Proxy inputs(CallSite site = CallSite()) const;
 
+  // Runs this module on x inside the trace, with the weights of the process
+  // that runs the model: lm.envoy("lm_head")(lm.envoy("model.norm")(h)).
+  // No hooks fire (other traces', forward hooks, capture) and the KV cache
+  // is untouched. Norms, linears, MLPs, embeddings and the LM head can be
+  // called; attention and decoder layers cannot (they need the step's
+  // positions and cache): a TraceError at this line.
+  Proxy operator()(const Operand& x, CallSite site = CallSite()) const;
+
   // Moves this module's step cursor one generation step ahead: later
   // .output()/.input() calls on this path address the next step.
   Envoy next(CallSite site = CallSite()) const;

@@ -137,6 +137,8 @@ class LanguageModel {
   // ---- the model
   std::vector<std::string> module_paths() const;
   std::string type_name(const std::string& path) const;
+  // Whether a trace may run the module on a tensor of its own (envoy(path)(x)).
+  bool callable(const std::string& path) const;
   std::vector<int32_t> encode(const std::string& text, bool add_special_tokens = true) const;
   std::string decode(const std::vector<int32_t>& ids, bool skip_special_tokens = false) const;
   LLM& llm();

@@ -63,10 +63,14 @@ struct LogitLens {
   double prob(int64_t row, int64_t column) const;
 };
 
-// Runs one trace of `prompt` on `lm` (greedy, one token) that saves every
-// chosen layer's output, then applies the final norm and LM head, read with
-// lm.parameter(), in this process. Supports the llama and gpt2 architectures.
-// Throws nnsight::Error for an empty prompt or a layer/position out of range.
+// Runs one trace of `prompt` on `lm` (greedy, one token) whose graph applies
+// the model's own final norm and LM head to every chosen layer's output where
+// the model runs (envoy(path)(x): nothing is computed in this process, and
+// only the top tokens and probabilities come back). Works for every
+// architecture whose modules are named as Hugging Face's Llama-style models,
+// GPT-2 or GPT-NeoX name them (docs/weights.md), in process, in worker
+// processes and under tensor parallelism. Throws nnsight::Error for an empty
+// prompt or a layer/position out of range.
 LogitLens logit_lens(LanguageModel& lm, const std::string& prompt, const LogitLensOptions& options = LogitLensOptions(),
                      CallSite site = CallSite());
 

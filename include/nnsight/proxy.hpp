@@ -254,4 +254,8 @@ Proxy make_tuple(std::initializer_list<Operand> items, CallSite site = CallSite(
 Proxy apply(const std::string& name, std::initializer_list<Operand> args, CallSite site = CallSite());
 Proxy apply(const std::string& name, const std::vector<Operand>& args, CallSite site = CallSite());
 
+// The model's module at `path` run on x, inside the graph, with the weights of
+// the process that runs the model: what `lm.envoy(path)(x)` records.
+Proxy call_module(const std::string& path, const Operand& x, CallSite site = CallSite());
+
 }  // namespace nnsight

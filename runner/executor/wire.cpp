@@ -111,14 +111,15 @@ std::string encode(const WorkerReady& v) {
     ar(v.num_kv_blocks, const_cast<ModelConfig&>(v.config));
     std::vector<std::string> paths, types;
     std::vector<int32_t> tuples;
-    std::vector<uint8_t> levels;
+    std::vector<uint8_t> levels, callable;
     for (const auto& m : v.structure.modules()) {
       paths.push_back(m.path);
       types.push_back(m.type_name);
       tuples.push_back(m.output_tuple_size);
       levels.push_back(static_cast<uint8_t>(m.row_level));
+      callable.push_back(m.callable ? 1 : 0);
     }
-    ar(paths, types, tuples, levels, v.structure.events());
+    ar(paths, types, tuples, levels, callable, v.structure.events());
   }
   return os.str();
 }
@@ -129,15 +130,17 @@ void decode(const std::string& b, WorkerReady& v) {
     ar(v.num_kv_blocks, v.config);
     std::vector<std::string> paths, types, events;
     std::vector<int32_t> tuples;
-    std::vector<uint8_t> levels;
-    ar(paths, types, tuples, levels, events);
-    if (types.size() != paths.size() || tuples.size() != paths.size() || levels.size() != paths.size())
+    std::vector<uint8_t> levels, callable;
+    ar(paths, types, tuples, levels, callable, events);
+    if (types.size() != paths.size() || tuples.size() != paths.size() || levels.size() != paths.size() ||
+        callable.size() != paths.size())
       throw WorkerError("worker message: corrupt structure");
     std::vector<ModuleInfo> modules;
     for (size_t i = 0; i < paths.size(); ++i) {
-      if (levels[i] > static_cast<uint8_t>(batching::RowLevel::kRouted))
+      if (levels[i] > static_cast<uint8_t>(batching::RowLevel::kRouted) || callable[i] > 1)
         throw WorkerError("worker message: corrupt structure");
-      modules.push_back(ModuleInfo{paths[i], types[i], tuples[i], static_cast<batching::RowLevel>(levels[i])});
+      modules.push_back(
+          ModuleInfo{paths[i], types[i], tuples[i], static_cast<batching::RowLevel>(levels[i]), callable[i] == 1});
     }
     v.structure = ModelStructure(std::move(modules), std::move(events));
   } catch (const cereal::Exception& e) {

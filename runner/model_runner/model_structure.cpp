@@ -30,6 +30,7 @@ ModelStructure ModelStructure::probe(CausalLM& model, std::vector<KVCache>& kv) 
     const size_t index = modules.size();
     modules.push_back(ModuleInfo{path, m->type_name(), m->output_tuple_size()});
     if (m->row_tokens() != nullptr) modules.back().row_level = batching::RowLevel::kRouted;
+    modules.back().callable = m->callable();
     const std::string p = path;
     handles.push_back(m->register_forward_pre_hook([&events, p](Module&, const ModuleIO&) {
       events.push_back(p + ".input");

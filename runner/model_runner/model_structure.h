@@ -25,6 +25,8 @@ struct ModuleInfo {
   // Rows of its input and output: one per token of the flat batch, or one per
   // sampling request (modules that run after the last-token selection: the LM head).
   batching::RowLevel row_level = batching::RowLevel::kToken;
+  // Whether a graph may run it on a tensor of its own (a `call` node; Module::callable).
+  bool callable = false;
 };
 
 class ModelStructure {

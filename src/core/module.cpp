@@ -113,7 +113,19 @@ void Module::clear_hooks() {
 
 void Module::refresh_hooked() { hooked_ = !hooks_->pre.empty() || !hooks_->post.empty(); }
 
+namespace {
+thread_local int t_call_scopes = 0;  // CallScopes alive on this thread
+}  // namespace
+
+Module::CallScope::CallScope() { ++t_call_scopes; }
+Module::CallScope::~CallScope() { --t_call_scopes; }
+
+at::Tensor Module::call(const at::Tensor&) {
+  TORCH_CHECK(false, "Module::call on ", type_name_, " at '", path_, "', which is not callable");
+}
+
 at::Tensor Module::invoke_hooked(const at::Tensor& x, const std::function<at::Tensor(const at::Tensor&)>& body) {
+  if (t_call_scopes > 0) return body(x);  // a graph's call: no hooks
   // Copy each hook list when it is about to run: a hook may remove itself (or
   // others), and a pre-hook or the body may register a forward hook that must
   // still see this call's output.

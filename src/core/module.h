@@ -80,6 +80,25 @@ class Module : public torch::nn::Module {
   const at::Tensor* row_tokens() const { return row_tokens_.get(); }
   void set_row_tokens(std::shared_ptr<at::Tensor> t) { row_tokens_ = std::move(t); }
 
+  // Whether an intervention graph may run this module on a tensor of its own
+  // (a `call` node): modules whose forward takes one tensor (norms, linears,
+  // MLPs, embeddings, the LM head). Attention and decoder layers need the
+  // step's positions and KV cache: not callable.
+  virtual bool callable() const { return false; }
+  // Its forward on x (this rank's part of x under tensor parallelism). Only
+  // for callable modules; run inside a CallScope so that no hook fires.
+  virtual at::Tensor call(const at::Tensor& x);
+
+  // While one lives on this thread, modules run without their hooks: a graph's
+  // `call` must not trigger other traces' hooks, forward hooks or capture.
+  class CallScope {
+   public:
+    CallScope();
+    ~CallScope();
+    CallScope(const CallScope&) = delete;
+    CallScope& operator=(const CallScope&) = delete;
+  };
+
   HookHandle register_forward_pre_hook(ForwardPreHook hook);
   HookHandle register_forward_hook(ForwardHook hook);
   bool has_hooks() const noexcept { return hooked_; }

@@ -17,6 +17,8 @@ class Activation : public Module {
   static Kind parse(const std::string& name);
   explicit Activation(Kind kind);
   at::Tensor forward(const at::Tensor& x);
+  bool callable() const override { return true; }
+  at::Tensor call(const at::Tensor& x) override { return forward(x); }
 
  private:
   Kind kind_;

@@ -81,6 +81,8 @@ class FeedForward : public Module {
  public:
   using Module::Module;
   virtual at::Tensor forward(const at::Tensor& x) = 0;
+  bool callable() const override { return true; }
+  at::Tensor call(const at::Tensor& x) override { return forward(x); }
 };
 
 class GatedMLP : public FeedForward {

@@ -36,6 +36,8 @@ class GPT2MLP : public Module {
  public:
   GPT2MLP(const ModelConfig& cfg, const tp::ParallelContext& ctx, const at::TensorOptions& opts);
   at::Tensor forward(const at::Tensor& x);
+  bool callable() const override { return true; }
+  at::Tensor call(const at::Tensor& x) override { return forward(x); }
 
   std::shared_ptr<tp::ColumnParallelLinear> c_fc;
   std::shared_ptr<Activation> act;

@@ -49,6 +49,8 @@ class LlamaMLP : public Module {
  public:
   LlamaMLP(const ModelConfig& cfg, const tp::ParallelContext& ctx, const at::TensorOptions& opts);
   at::Tensor forward(const at::Tensor& x);  // [T, hidden] -> [T, hidden]
+  bool callable() const override { return true; }
+  at::Tensor call(const at::Tensor& x) override { return forward(x); }
 
   std::shared_ptr<tp::ColumnParallelLinear> gate_proj, up_proj;
   std::shared_ptr<tp::RowParallelLinear> down_proj;

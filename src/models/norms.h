@@ -14,6 +14,8 @@ class Norm : public Module {
  public:
   using Module::Module;
   virtual at::Tensor forward(const at::Tensor& x) = 0;  // [..., dim] -> [..., dim]
+  bool callable() const override { return true; }
+  at::Tensor call(const at::Tensor& x) override { return forward(x); }
 };
 
 // y = w * x / sqrt(mean(x^2) + eps); with unit_offset (Gemma), y = (1 + w) * ...

@@ -39,6 +39,11 @@ class MoeExpert : public Module {
   // rows: [n, hidden], the hidden states of tokens (int64 [n], their token
   // rows in the step) -> [n, hidden], before the routing weight.
   at::Tensor forward(const at::Tensor& rows, const at::Tensor& tokens);
+  // A graph's call: every row of x as if routed here.
+  bool callable() const override { return true; }
+  at::Tensor call(const at::Tensor& x) override {
+    return forward(x, at::arange(x.size(0), x.options().dtype(at::kLong)));
+  }
 
   std::shared_ptr<tp::ColumnParallelLinear> gate_proj, up_proj;
   std::shared_ptr<tp::RowParallelLinear> down_proj;

@@ -38,7 +38,9 @@ TEST_P(GgufFixture, TensorsEqualTheHuggingFaceCheckpoint) {
   EXPECT_EQ(g.num_kv_heads, h.num_kv_heads);
   EXPECT_EQ(g.rotary_dim, h.rotary_dim);
   // llama.cpp's converter writes Gemma 3's tied head as a tensor of its own (equal values, checked below).
-  if (arch != "gemma3_gguf") EXPECT_EQ(g.tie_word_embeddings, h.tie_word_embeddings);
+  if (arch != "gemma3_gguf") {
+    EXPECT_EQ(g.tie_word_embeddings, h.tie_word_embeddings);
+  }
   EXPECT_EQ(g.num_experts, h.num_experts);
   EXPECT_EQ(g.num_experts_per_token, h.num_experts_per_token);
   EXPECT_EQ(g.sliding_window, h.sliding_window);

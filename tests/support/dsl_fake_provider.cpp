@@ -51,4 +51,9 @@ dsl::Value FakeProvider::external(uint32_t invoke, dsl::NodeId node) {
   return it->second;
 }
 
+dsl::Value FakeProvider::call(const std::string& module, const dsl::Value& arg) {
+  calls.push_back(module);
+  return dsl::Value(arg.as_tensor() * 3 + 1);
+}
+
 }  // namespace nnsight::testing

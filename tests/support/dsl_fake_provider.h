@@ -31,12 +31,15 @@ class FakeProvider : public dsl::Provider {
   void save(const std::string& name, const dsl::Value& value, dsl::SaveMode mode) override;
   dsl::Value external(uint32_t invoke, dsl::NodeId node) override;
   void stop() override { ++stops; }
+  // A `call`: records the module and returns 3 * x + 1 (a stand-in for the module).
+  dsl::Value call(const std::string& module, const dsl::Value& arg) override;
 
   // What happened.
   std::vector<std::pair<std::string, int64_t>> gets;
   std::vector<std::tuple<std::string, int64_t, dsl::Value>> sets;
   std::map<std::string, dsl::Value> saves;  // append mode: a list value
   int stops = 0;
+  std::vector<std::string> calls;
 
   // The deterministic default for (key, step).
   static at::Tensor default_tensor(const std::string& key, int64_t step);

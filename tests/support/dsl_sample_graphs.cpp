@@ -62,6 +62,8 @@ dsl::Graph every_kind_graph() {
   NodeId ext = b->external(0, 3, L(34));
   NodeId scaled = b->apply("scale", {ext, two}, L(35));
   b->save(scaled, "scaled", dsl::SaveMode::Replace, L(36));
+  // One of the model's modules run on a graph value.
+  b->save(b->call("model.norm", h2, L(37)), "called", dsl::SaveMode::Replace, L(37));
   // A bounded iteration with a condition and an else.
   NodeId it = b->begin_iter(dsl::IterRange::range(1, 5, 2), L(40));
   NodeId lg = b->get("logits", dsl::StepSpec::iter(0), L(41));

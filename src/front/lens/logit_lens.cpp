@@ -1,9 +1,9 @@
-// logit_lens (include/nnsight/logit_lens.hpp): one trace that saves the
-// residual stream after each chosen decoder layer, then the model's own final
-// norm and LM head applied to it in the user's process.
+// logit_lens (include/nnsight/logit_lens.hpp): one trace whose graph runs the
+// model's own final norm and LM head (`call` nodes) on the residual stream
+// after each chosen decoder layer, where the model runs, and saves only the
+// top token and its probability per (layer, position).
 #include <nnsight/error.hpp>
 #include <nnsight/language_model.hpp>
-#include <nnsight/llm.hpp>
 #include <nnsight/logit_lens.hpp>
 
 #include <ATen/ATen.h>
@@ -11,9 +11,6 @@
 #include <algorithm>
 #include <string>
 #include <vector>
-
-#include "runner/engine/llm_access.h"
-#include "runner/engine/async_engine.h"
 
 namespace nnsight {
 namespace {
@@ -26,30 +23,27 @@ int64_t resolve_index(int64_t i, int64_t n, const char* what, const std::string&
   return r;
 }
 
-// The decoder layer module path of layer i, as Hugging Face names it.
-std::string layer_path(const std::string& arch, int64_t i) {
-  return (arch == "gpt2" ? "transformer.h." : "model.layers.") + std::to_string(i);
-}
+// Where the decoder layers, the final norm and the LM head are, by the
+// Hugging Face names of the supported architectures.
+struct LensPaths {
+  std::string layer_prefix, norm, head;
+};
 
-// The final norm of the architecture, in float32. x: [n, hidden].
-at::Tensor final_norm(LanguageModel& lm, const std::string& arch, const at::Tensor& x, double eps) {
-  if (arch == "gpt2") {
-    at::Tensor w = lm.parameter("transformer.ln_f.weight");
-    at::Tensor b = lm.parameter("transformer.ln_f.bias");
-    return at::layer_norm(x, {x.size(-1)}, w, b, eps);
-  }
-  // RMSNorm: x / sqrt(mean(x^2) + eps) * w.
-  at::Tensor w = lm.parameter("model.norm.weight");
-  return x * at::rsqrt(x.pow(2).mean(-1, /*keepdim=*/true) + eps) * w;
+LensPaths lens_paths(const LanguageModel& lm, const std::string& where) {
+  const LensPaths candidates[] = {{"model.layers.", "model.norm", "lm_head"},
+                                  {"transformer.h.", "transformer.ln_f", "lm_head"},
+                                  {"gpt_neox.layers.", "gpt_neox.final_layer_norm", "embed_out"}};
+  for (const LensPaths& c : candidates)
+    if (!lm.type_name(c.layer_prefix + "0").empty() && lm.callable(c.norm) && lm.callable(c.head)) return c;
+  throw Error(where + ": the logit lens cannot find the decoder layers, final norm and LM head of this '" +
+              lm.architecture() + "' model");
 }
 
 }  // namespace
 
 LogitLens logit_lens(LanguageModel& lm, const std::string& prompt, const LogitLensOptions& options, CallSite site) {
   const std::string where = site.loc().str();
-  const std::string arch = lm.architecture();
-  if (arch != "llama" && arch != "gpt2")
-    throw Error(where + ": the logit lens supports llama and gpt2 models, not '" + arch + "'");
+  const LensPaths paths = lens_paths(lm, where);
   LogitLens lens;
   lens.prompt = prompt;
   lens.prompt_token_ids = lm.encode(prompt);
@@ -72,37 +66,36 @@ LogitLens logit_lens(LanguageModel& lm, const std::string& prompt, const LogitLe
   std::vector<int64_t> order = lens.layers;
   std::sort(order.begin(), order.end());
   order.erase(std::unique(order.begin(), order.end()), order.end());
-  std::vector<Saved> saved(order.size());
+  const at::Tensor columns = at::tensor(lens.positions, at::kLong);
+  std::vector<Saved> top_prob(order.size()), top_id(order.size());
   auto out = lm.trace(
       lens.prompt_token_ids, SamplingParams().temperature(0).max_tokens(1),
       [&](Tracer&) {
-        for (size_t i = 0; i < order.size(); ++i)
-          saved[i] = lm.envoy(layer_path(arch, order[i]), site).output(site).save(site);
+        const Envoy norm = lm.envoy(paths.norm, site), head = lm.envoy(paths.head, site);
+        for (size_t i = 0; i < order.size(); ++i) {
+          Proxy h = lm.envoy(paths.layer_prefix + std::to_string(order[i]), site).output(site);  // [tokens, hidden]
+          Proxy logits = head(norm(h.index({columns}, site), site), site);                       // [positions, vocab]
+          Proxy best = logits.to(at::kFloat, site).softmax(-1, site).max(-1, false, site);
+          top_prob[i] = best[0].save(site);  // [positions]
+          top_id[i] = best[1].save(site);    // [positions]
+        }
       },
       site);
 
-  std::vector<at::Tensor> rows;  // each [positions, hidden]
-  at::Tensor index = at::tensor(lens.positions, at::kLong);
+  std::vector<at::Tensor> probs, ids;  // each [positions]
   for (int64_t layer : lens.layers) {
     const size_t k = static_cast<size_t>(std::lower_bound(order.begin(), order.end(), layer) - order.begin());
-    at::Tensor h = out[saved[k]].to(at::kFloat);  // [prompt tokens, hidden]
-    rows.push_back(h.index_select(0, index));
+    probs.push_back(out[top_prob[k]].to(at::kFloat));
+    ids.push_back(out[top_id[k]].to(at::kLong));
   }
-  at::Tensor residual = at::stack(rows);             // [layers, positions, hidden]
-  at::Tensor head = lm.parameter("lm_head.weight");  // [vocab, hidden]
-  const double eps = runner::LLMAccess::engine(lm.llm()).model_config().norm_eps;
-  at::Tensor normed = final_norm(lm, arch, residual, eps);
-  at::Tensor logits = at::matmul(normed, head.t());  // [layers, positions, vocab]
-  at::Tensor probs = at::softmax(logits, -1);
-  auto top = probs.max(-1);
-  lens.top_probs = std::get<0>(top).contiguous();              // [layers, positions]
-  lens.top_ids = std::get<1>(top).to(at::kLong).contiguous();  // [layers, positions]
+  lens.top_probs = at::stack(probs).contiguous();  // [layers, positions]
+  lens.top_ids = at::stack(ids).contiguous();      // [layers, positions]
 
   for (int64_t p : lens.positions)
     lens.input_tokens.push_back(lm.decode({lens.prompt_token_ids[static_cast<size_t>(p)]}));
-  const int64_t* ids = lens.top_ids.data_ptr<int64_t>();
+  const int64_t* top = lens.top_ids.data_ptr<int64_t>();
   for (int64_t i = 0; i < lens.top_ids.numel(); ++i)
-    lens.top_tokens.push_back(lm.decode({static_cast<int32_t>(ids[i])}));
+    lens.top_tokens.push_back(lm.decode({static_cast<int32_t>(top[i])}));
   return lens;
 }
 

@@ -40,6 +40,7 @@ void admit_request(const runner::NewRequest& nr, TracePayload payload, TraceGrou
     auto m = std::make_unique<Mediator>(g, pg.role == GraphRole::kPromptless ? 0 : nr.id, invoke, pg.role,
                                         std::move(vg), ctx.functions);
     m->module_keys = std::move(keys);
+    m->set_caller(ctx.caller);
     if (ctx.memory_budget_bytes > 0) m->set_memory_budget(std::make_shared<MemoryBudget>(ctx.memory_budget_bytes));
     g.add(std::move(m));
   }

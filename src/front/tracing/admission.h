@@ -13,6 +13,7 @@
 
 #include "dsl/function_registry.h"
 #include "dsl/limits.h"
+#include "front/tracing/module_caller.h"
 #include "front/tracing/trace_group.h"
 #include "front/tracing/trace_payload.h"
 #include "runner/model_runner/model_structure.h"
@@ -24,7 +25,8 @@ struct AdmissionContext {
   const runner::ModelStructure* structure = nullptr;
   dsl::Limits limits;
   const dsl::FunctionRegistry* functions = nullptr;
-  int64_t memory_budget_bytes = 0;  // what one request's graphs may hold at once; 0 = unbounded
+  int64_t memory_budget_bytes = 0;       // what one request's graphs may hold at once; 0 = unbounded
+  const ModuleCaller* caller = nullptr;  // runs `call` nodes
 };
 
 void admit_request(const runner::NewRequest& request, TracePayload payload, TraceGroup& group,

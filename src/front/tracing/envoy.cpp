@@ -19,6 +19,18 @@ Proxy Envoy::read(const std::string& suffix, CallSite site) const {
   return Proxy(b, node);
 }
 
+Proxy Envoy::operator()(const Operand& x, CallSite site) const {
+  const SourceLoc loc = site.loc();
+  if (!model_) throw TraceError(loc.str() + ": an empty Envoy is used");
+  if (!model_->callable(path_))
+    throw TraceError(loc.str() + ": module '" + path_ + "' (" + type_name() +
+                     ") cannot be called in a trace: attention and decoder layers need the step's positions and KV "
+                     "cache; call their projections, norms or MLP instead");
+  if (!tracing::TraceRecorder::current())
+    throw TraceError(loc.str() + ": " + path_ + " is called outside a trace body");
+  return call_module(path_, x, site);
+}
+
 Proxy Envoy::output(CallSite site) const { return read(".output", site); }
 Proxy Envoy::input(CallSite site) const { return read(".input", site); }
 Proxy Envoy::inputs(CallSite site) const { return read(".inputs", site); }

@@ -41,10 +41,29 @@ std::string missed_message(const std::string& key, int64_t step) {
 
 Interleaver::Interleaver(runner::ModelRunner& runner, const InterleaverOptions& options)
     : runner_(runner),
-      admission_{&runner.structure(), options.limits, options.functions, options.memory_budget_bytes},
+      admission_{&runner.structure(), options.limits, options.functions, options.memory_budget_bytes, this},
       vocab_size_(runner.model().config().vocab_size) {
   if (options.memory_budget_bytes > 0) install_budget_allocator();
   for (auto& [path, m] : runner_.model().named_hookable_modules()) modules_[path] = m;
+}
+
+at::Tensor Interleaver::call_module(const std::string& path, const at::Tensor& x) const {
+  auto it = modules_.find(path);
+  if (it == modules_.end()) throw Error("unknown module path '" + path + "'");
+  Module& m = *it->second;
+  if (!m.callable())
+    throw Error("module '" + path + "' (" + m.type_name() +
+                ") cannot be called in a graph: it needs the step's positions and KV cache");
+  // The model's device, and its float dtype for float inputs (token ids stay integers).
+  const at::TensorOptions opts = runner_.model().options();
+  at::Tensor in =
+      at::isFloatingType(x.scalar_type()) ? x.to(opts.device(), opts.dtype().toScalarType()) : x.to(opts.device());
+  Module::CallScope no_hooks;
+  // Tensor parallelism: this rank's part in, the whole back (every rank runs the same graph).
+  if (const TensorSharding* s = m.input_sharding()) in = s->reshard(in);
+  at::Tensor y = m.call(in);
+  if (const TensorSharding* s = m.output_sharding()) y = s->gather(y);
+  return y;
 }
 
 Interleaver::~Interleaver() {

@@ -49,7 +49,7 @@ struct InterleaverOptions {
   int64_t memory_budget_bytes = 0;                   // per request's intervention; 0 = unbounded
 };
 
-class Interleaver final : public runner::StepObserver {
+class Interleaver final : public runner::StepObserver, public ModuleCaller {
  public:
   Interleaver(runner::ModelRunner& runner, const InterleaverOptions& options);
   ~Interleaver() override;
@@ -61,6 +61,9 @@ class Interleaver final : public runner::StepObserver {
   void on_finished(uint64_t id, runner::FinishedRequest& out) override;
   std::vector<std::pair<uint64_t, std::string>> take_errors() override;
   std::vector<uint64_t> take_stopped() override;
+
+  // ModuleCaller: a graph's `call` of one of the model's modules.
+  at::Tensor call_module(const std::string& path, const at::Tensor& x) const override;
 
   // Live trace groups and installed hooks (for tests and benchmarks).
   size_t num_groups() const { return groups_.size(); }

@@ -170,6 +170,11 @@ std::vector<std::string> LanguageModel::module_paths() const {
   return out;
 }
 
+bool LanguageModel::callable(const std::string& path) const {
+  const auto* m = impl_->structure().find_module(path);
+  return m != nullptr && m->callable;
+}
+
 std::string LanguageModel::type_name(const std::string& path) const {
   const auto* m = impl_->structure().find_module(path);
   return m ? m->type_name : "";

@@ -135,6 +135,11 @@ void Mediator::resume_finished() {
   resume();
 }
 
+dsl::Value Mediator::call(const std::string& module, const dsl::Value& arg) {
+  if (!module_caller_) throw Error("module '" + module + "' cannot be called: no model runs here");
+  return dsl::Value(module_caller_->call_module(module, arg.as_tensor()));
+}
+
 dsl::Value Mediator::get(const std::string& key, int64_t step) {
   wait_kind_ = WaitKind::kGet;
   wait_key_ = key;

@@ -23,6 +23,7 @@
 #include "core/memory_budget.h"
 #include "dsl/evaluate.h"
 #include "dsl/validate.h"
+#include "front/tracing/module_caller.h"
 #include "front/tracing/trace_payload.h"
 
 namespace nnsight::tracing {
@@ -77,6 +78,10 @@ class Mediator final : public dsl::Provider {
   void save(const std::string& name, const dsl::Value& value, dsl::SaveMode mode) override;
   dsl::Value external(uint32_t invoke, dsl::NodeId node) override;
   void stop() override { stop_requested_ = true; }
+  dsl::Value call(const std::string& module, const dsl::Value& arg) override;
+
+  // Runs `call` nodes (null: they fail).
+  void set_caller(const ModuleCaller* caller) { module_caller_ = caller; }
 
   // The memory its graph's ops may hold at once (null: unbounded). Checked
   // before each allocation while its fiber runs (core/memory_budget.h).
@@ -84,6 +89,7 @@ class Mediator final : public dsl::Provider {
 
  private:
   std::shared_ptr<MemoryBudget> budget_;
+  const ModuleCaller* module_caller_ = nullptr;
   enum class Resume { kValue, kSetDone, kError, kFinished };
   void suspend();  // back to the interleaver
   void resume();   // into the fiber

@@ -50,9 +50,25 @@ std::string step_text(const dsl::Access& a) {
   return a.step.value == 0 ? "each iterated step" : "iterated step +" + std::to_string(a.step.value);
 }
 
+void check_callable(const dsl::Graph& g, dsl::NodeId id, const runner::ModelStructure& s) {
+  const std::string& path = g.nodes[id].name;
+  const runner::ModuleInfo* m = s.find_module(path);
+  if (!m)
+    throw TraceError(where(g, id) + ": unknown module path '" + path + "' (did you mean '" + s.closest_path(path) +
+                     "'?)");
+  if (!m->callable)
+    throw TraceError(where(g, id) + ": module '" + path + "' (" + m->type_name +
+                     ") cannot be called in a graph: attention and decoder layers need the step's positions and KV "
+                     "cache; call their projections, norms or MLP instead");
+}
+
 void check_keys(const dsl::Graph& g, const runner::ModelStructure& s) {
   for (dsl::NodeId id = 0; id < g.nodes.size(); ++id) {
     const dsl::Node& n = g.nodes[id];
+    if (n.kind == dsl::NodeKind::Call) {
+      check_callable(g, id, s);
+      continue;
+    }
     if (n.kind != dsl::NodeKind::Get && n.kind != dsl::NodeKind::Set) continue;
     auto key = dsl::parse_provider_key(n.name);
     if (!key) throw TraceError(where(g, id) + ": '" + n.name + "' is not a provider key");
