@@ -52,6 +52,7 @@ NodeId GraphBuilder::get(std::string key, StepSpec step, SourceLoc loc) {
   auto pk = parse_provider_key(key);
   if (!pk)
     fail(loc, "'" + key + "' is not a provider key (<module path>.output|.input|.inputs, logits, samples, result)");
+  if (pk->kind == KeyKind::ModuleSkip) fail(loc, "'" + key + "' can only be set (envoy.skip(value))");
   if (step.mode == StepSpec::Mode::Iter && !in_iter())
     fail(loc, "a step relative to the iteration is used outside any iteration");
   if (step.value < 0) fail(loc, "negative step " + std::to_string(step.value));

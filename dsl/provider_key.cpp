@@ -33,8 +33,10 @@ std::optional<ProviderKey> parse_provider_key(std::string_view key) {
     std::string_view text;
     KeyKind kind;
   };
-  constexpr Suffix suffixes[] = {
-      {".output", KeyKind::ModuleOutput}, {".inputs", KeyKind::ModuleInputs}, {".input", KeyKind::ModuleInput}};
+  constexpr Suffix suffixes[] = {{".output", KeyKind::ModuleOutput},
+                                 {".inputs", KeyKind::ModuleInputs},
+                                 {".input", KeyKind::ModuleInput},
+                                 {".skip", KeyKind::ModuleSkip}};
   for (const Suffix& s : suffixes) {
     if (!ends_with(key, s.text)) continue;
     std::string_view path = key.substr(0, key.size() - s.text.size());
@@ -49,6 +51,7 @@ KindMask provider_key_kinds(KeyKind kind) {
     case KeyKind::ModuleOutput:
       return kinds::Tensor | kinds::Tuple;
     case KeyKind::ModuleInput:
+    case KeyKind::ModuleSkip:
       return kinds::Tensor;
     case KeyKind::ModuleInputs:
       return kinds::Tuple;

@@ -2,6 +2,8 @@
 //   "<module path>.output"  a module's output (tensor or tuple of tensors)
 //   "<module path>.input"   its first positional input (tensor)
 //   "<module path>.inputs"  all its positional inputs (tuple)
+//   "<module path>.skip"    set only: the module's output for these rows, in
+//                           place of running it (set before it runs)
 //   "logits"                the logits row(s) before sampling
 //   "samples"               the sampled token ids
 //   "result"                the finished request's output
@@ -17,7 +19,7 @@
 
 namespace nnsight::dsl {
 
-enum class KeyKind : uint8_t { ModuleOutput, ModuleInput, ModuleInputs, Logits, Samples, Result };
+enum class KeyKind : uint8_t { ModuleOutput, ModuleInput, ModuleInputs, Logits, Samples, Result, ModuleSkip };
 
 struct ProviderKey {
   KeyKind kind;

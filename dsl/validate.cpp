@@ -161,6 +161,8 @@ class Validator {
       case NodeKind::Get:
         check_args(id, n.args, 0);
         check_key(id, n.name, &kinds[id]);
+        if (parse_provider_key(n.name)->kind == KeyKind::ModuleSkip)
+          fail(id, "'" + n.name + "' can only be set (envoy.skip(value))");
         check_step(id, n.step);
         break;
       case NodeKind::Set:

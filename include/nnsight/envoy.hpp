@@ -43,6 +43,15 @@ class Envoy {
   // positions and cache): a TraceError at this line.
   Proxy operator()(const Operand& x, CallSite site = CallSite()) const;
 
+  // Skips this module for the invoke's rows at the current step: its output
+  // there is `value` ([rows, ...], or broadcastable to the output) and its
+  // body does not run for them. When every row of the batch is skipped the
+  // body (and every module inside it) does not run at all; when other
+  // requests share the batch it runs for them and the skipped rows take
+  // `value`. Modules whose output is split across tensor-parallel ranks (q/k/v
+  // or up projections) cannot be skipped at TP > 1.
+  void skip(const Operand& value, CallSite site = CallSite()) const;
+
   // Moves this module's step cursor one generation step ahead: later
   // .output()/.input() calls on this path address the next step.
   Envoy next(CallSite site = CallSite()) const;

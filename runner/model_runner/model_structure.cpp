@@ -90,6 +90,10 @@ int64_t ModelStructure::order_of(const std::string& key) const {
   const std::string suffix = ".inputs";
   if (key.size() > suffix.size() && key.compare(key.size() - suffix.size(), suffix.size(), suffix) == 0)
     return order_of(key.substr(0, key.size() - 1));
+  // A skip is set when the module is about to run: its input's place.
+  const std::string skip = ".skip";
+  if (key.size() > skip.size() && key.compare(key.size() - skip.size(), skip.size(), skip) == 0)
+    return order_of(key.substr(0, key.size() - skip.size()) + ".input");
   return -1;
 }
 

@@ -138,7 +138,13 @@ at::Tensor Module::invoke_hooked(const at::Tensor& x, const std::function<at::Te
       }
     }
   }
-  at::Tensor y = body(inputs.tensor());
+  at::Tensor y;
+  if (skip_output_.defined()) {
+    y = std::move(skip_output_);
+    skip_output_ = at::Tensor();
+  } else {
+    y = body(inputs.tensor());
+  }
   if (hooks_->post.empty()) return y;
   auto post = hooks_->post;
 

@@ -99,6 +99,10 @@ class Module : public torch::nn::Module {
     CallScope& operator=(const CallScope&) = delete;
   };
 
+  // Called by a forward pre-hook: this call's output (element 0) is `output`
+  // and the body does not run (a trace skipped the module for every row).
+  void skip_body_with(at::Tensor output) { skip_output_ = std::move(output); }
+
   HookHandle register_forward_pre_hook(ForwardPreHook hook);
   HookHandle register_forward_hook(ForwardHook hook);
   bool has_hooks() const noexcept { return hooked_; }
@@ -137,6 +141,7 @@ class Module : public torch::nn::Module {
   std::shared_ptr<detail::HookRegistry> hooks_;
   std::shared_ptr<const TensorSharding> input_sharding_, output_sharding_;
   std::shared_ptr<at::Tensor> row_tokens_;
+  at::Tensor skip_output_;  // set by a pre-hook for the current call only
 };
 
 }  // namespace nnsight

@@ -3,6 +3,9 @@
 #include <nnsight/error.hpp>
 #include <nnsight/language_model.hpp>
 
+#include <ATen/ATen.h>
+
+#include "dsl/builder.h"
 #include "front/tracing/trace_recorder.h"
 
 namespace nnsight {
@@ -29,6 +32,35 @@ Proxy Envoy::operator()(const Operand& x, CallSite site) const {
   if (!tracing::TraceRecorder::current())
     throw TraceError(loc.str() + ": " + path_ + " is called outside a trace body");
   return call_module(path_, x, site);
+}
+
+void Envoy::skip(const Operand& value, CallSite site) const {
+  const SourceLoc loc = site.loc();
+  if (!model_) throw TraceError(loc.str() + ": an empty Envoy is used");
+  auto* rec = tracing::TraceRecorder::current();
+  if (!rec) throw TraceError(loc.str() + ": " + path_ + ".skip() outside a trace body");
+  auto b = rec->builder(loc);
+  dsl::NodeId v = 0;
+  switch (value.kind()) {
+    case Operand::Kind::Proxy:
+      if (!value.proxy().valid()) throw TraceError(loc.str() + ": an empty proxy is used");
+      v = b->import(*value.proxy().builder(), value.proxy().node(), loc);
+      break;
+    case Operand::Kind::Tensor:
+      if (!value.tensor().defined()) throw TraceError(loc.str() + ": an undefined tensor is used");
+      v = b->constant(dsl::Value(value.tensor().detach().clone()), loc);
+      break;
+    case Operand::Kind::Int:
+      v = b->constant(dsl::Value(at::scalar_tensor(value.int_value())), loc);
+      break;
+    case Operand::Kind::Double:
+      v = b->constant(dsl::Value(at::scalar_tensor(value.double_value())), loc);
+      break;
+    case Operand::Kind::Bool:
+      v = b->constant(dsl::Value(at::scalar_tensor(value.bool_value())), loc);
+      break;
+  }
+  b->set(path_ + ".skip", rec->step_for(path_, loc), v, loc);
 }
 
 Proxy Envoy::output(CallSite site) const { return read(".output", site); }

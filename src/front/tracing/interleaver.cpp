@@ -143,7 +143,9 @@ void Interleaver::sync_hooks() {
       if (m->waiting()) wanted.insert(m->module_keys.begin(), m->module_keys.end());
   }
   for (auto it = hooks_.begin(); it != hooks_.end();) {
-    if (!wanted.count(it->first)) {
+    // A skip key has a second hook, after the module ("<key>#apply").
+    const size_t hash = it->first.find('#');
+    if (!wanted.count(hash == std::string::npos ? it->first : it->first.substr(0, hash))) {
       it->second.remove();
       hooks_.erase(it++);
     } else {
@@ -157,6 +159,19 @@ void Interleaver::sync_hooks() {
     if (mod == modules_.end()) continue;  // rejected at admission; nothing to hook
     const batching::RowLevel level = runner_.structure().row_level(key);
     const at::Tensor* row_tokens = mod->second->row_tokens();
+    if (pk->kind == dsl::KeyKind::ModuleSkip) {
+      Module* module = mod->second;
+      hooks_[key] = module->register_forward_pre_hook(
+          [this, key, level, row_tokens, module](Module& m, const ModuleIO& in) -> std::optional<ModuleIO> {
+            EventValue ev{in, std::vector<bool>(in.size(), false), level, nullptr, false, row_tokens, module};
+            dispatch(key, ev);
+            skip_whole_call(m, in);
+            return std::nullopt;
+          });
+      hooks_[key + "#apply"] = module->register_forward_hook(
+          [this](Module& m, const ModuleIO&, const ModuleIO& out) { return apply_skips(m, out); });
+      continue;
+    }
     if (pk->kind == dsl::KeyKind::ModuleOutput) {
       const TensorSharding* sharding = mod->second->output_sharding();
       hooks_[key] = mod->second->register_forward_hook(
@@ -331,6 +346,17 @@ void Interleaver::dispatch(const std::string& key, EventValue& ev) {
           m.resume_with(std::move(v));
           after_resume(m, g);
           if (!gathered.is_none() && !g.failed) write(ev, key, gathered_rows, gathered);
+        } else if (ev.module != nullptr) {  // a skip: applied around the module's body
+          const dsl::Value& v = m.set_value();
+          if (!v.is_tensor()) {
+            m.resume_with_error("cannot skip `" + key.substr(0, key.size() - 5) + "` with " + v.describe() +
+                                " (a tensor is needed)");
+            after_resume(m, g);
+            continue;
+          }
+          skips_[ev.module].push_back(PendingSkip{&g, m.invoke(), rows, v.as_tensor()});
+          m.resume_after_set();
+          after_resume(m, g);
         } else {
           try {
             write(ev, key, rows, m.set_value());
@@ -345,6 +371,63 @@ void Interleaver::dispatch(const std::string& key, EventValue& ev) {
       }
     }
   }
+}
+
+void Interleaver::skip_whole_call(Module& m, const ModuleIO& in) {
+  auto it = skips_.find(&m);
+  if (it == skips_.end() || in.empty() || !in.at(0).defined() || in.at(0).dim() == 0) return;
+  if (m.input_sharding() != nullptr || m.output_sharding() != nullptr) return;  // refused in apply_skips
+  const at::Tensor& x = in.at(0);                                               // [rows, ...]
+  int64_t covered = 0;
+  for (const PendingSkip& s : it->second) covered += batching::count_rows(s.rows);
+  if (covered != x.size(0)) return;  // other requests need the body
+  // Every row is skipped: the output is built from the values, shaped like
+  // the first one's rows (checked against each other in apply_skips' way).
+  const at::Tensor& v0 = it->second.front().value;
+  std::vector<int64_t> shape = v0.dim() >= 2 ? v0.sizes().vec() : x.sizes().vec();
+  shape[0] = x.size(0);
+  at::Tensor y = at::empty(shape, x.options());
+  for (const PendingSkip& s : it->second) {
+    std::vector<int64_t> want = shape;
+    want[0] = batching::count_rows(s.rows);
+    if (!at::is_expandable_to(s.value.sizes(), want)) return;  // apply_skips reports it after the body
+  }
+  for (const PendingSkip& s : it->second) batching::write_rows(y, s.rows, s.value);
+  m.skip_body_with(y);
+  skips_.erase(it);
+}
+
+std::optional<ModuleIO> Interleaver::apply_skips(Module& m, const ModuleIO& out) {
+  auto it = skips_.find(&m);
+  if (it == skips_.end()) return std::nullopt;
+  std::vector<PendingSkip> skips = std::move(it->second);
+  skips_.erase(it);
+  ModuleIO io = out;
+  at::Tensor& y = io.at(0);  // [rows, ...]
+  bool cloned = false;
+  for (const PendingSkip& s : skips) {
+    if (s.group->failed) continue;
+    if (m.output_sharding() != nullptr || m.input_sharding() != nullptr) {
+      fail_group(*s.group, "invoke " + std::to_string(s.invoke) + ": cannot skip `" + m.path() +
+                               "`: its values are split across tensor-parallel ranks (skip the block around it)");
+      continue;
+    }
+    std::vector<int64_t> shape = y.sizes().vec();
+    shape[0] = batching::count_rows(s.rows);
+    if (!at::is_expandable_to(s.value.sizes(), shape)) {
+      fail_group(*s.group, "invoke " + std::to_string(s.invoke) + ": shape mismatch: cannot skip `" + m.path() +
+                               "` of this invoke (output shape " + shape_str(shape) + ") with a value of shape " +
+                               shape_str(s.value.sizes()));
+      continue;
+    }
+    if (!cloned) {
+      y = y.clone();
+      cloned = true;
+    }
+    batching::write_rows(y, s.rows, s.value);
+  }
+  if (!cloned) return std::nullopt;
+  return io;
 }
 
 void Interleaver::on_logits(const runner::StepContext& ctx, at::Tensor& logits) {

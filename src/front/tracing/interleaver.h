@@ -83,11 +83,23 @@ class Interleaver final : public runner::StepObserver, public ModuleCaller {
     bool gathered = false;
     // Routed level: the token row of each row (the module's row_tokens).
     const at::Tensor* row_tokens = nullptr;
+    Module* module = nullptr;  // the module whose event this is (skips)
+  };
+  // A skip set for some rows of a module's current call (envoy.skip).
+  struct PendingSkip {
+    TraceGroup* group = nullptr;
+    uint32_t invoke = 0;
+    batching::RowRanges rows;
+    at::Tensor value;
   };
 
   void start_group(TraceGroup& group);
   void sync_hooks();
   void dispatch(const std::string& key, EventValue& ev);
+  // Before the module runs: when skips cover every row, its body is skipped.
+  void skip_whole_call(Module& m, const ModuleIO& in);
+  // After it ran (or was skipped): the skipped rows take their values.
+  std::optional<ModuleIO> apply_skips(Module& m, const ModuleIO& out);
   // Makes element 0 whole (a collective: every rank gets here alike, since
   // every rank runs the same mediators over the same batch).
   static void gather(EventValue& ev);
@@ -112,11 +124,12 @@ class Interleaver final : public runner::StepObserver, public ModuleCaller {
   runner::ModelRunner& runner_;
   AdmissionContext admission_;
   int64_t vocab_size_;
-  absl::flat_hash_map<std::string, Module*> modules_;       // path -> module
-  std::map<uint64_t, std::unique_ptr<TraceGroup>> groups_;  // by trace id
-  absl::flat_hash_map<uint64_t, uint64_t> trace_of_;        // request id -> trace id
-  absl::flat_hash_map<std::string, HookHandle> hooks_;      // provider key -> hook
-  const batching::BatchGroups* step_ = nullptr;             // this step's rows (valid during the step)
+  absl::flat_hash_map<std::string, Module*> modules_;             // path -> module
+  std::map<uint64_t, std::unique_ptr<TraceGroup>> groups_;        // by trace id
+  absl::flat_hash_map<uint64_t, uint64_t> trace_of_;              // request id -> trace id
+  absl::flat_hash_map<std::string, HookHandle> hooks_;            // provider key -> hook
+  absl::flat_hash_map<Module*, std::vector<PendingSkip>> skips_;  // set this call, not yet applied
+  const batching::BatchGroups* step_ = nullptr;                   // this step's rows (valid during the step)
   std::vector<std::pair<uint64_t, std::string>> errors_;
   std::set<uint64_t> stopped_;
 };
