@@ -20,6 +20,25 @@ namespace nnsight {
 
 class LanguageModel;
 
+// A child of an Envoy: a name or an index, with the user's line (for errors).
+class EnvoyChild {
+ public:
+  EnvoyChild(int64_t index, const char* file = __builtin_FILE(), unsigned line = __builtin_LINE())
+      : name_(std::to_string(index)), site_(CallSite::at(file, line)) {}
+  EnvoyChild(int index, const char* file = __builtin_FILE(), unsigned line = __builtin_LINE())
+      : name_(std::to_string(index)), site_(CallSite::at(file, line)) {}
+  EnvoyChild(std::string name, const char* file = __builtin_FILE(), unsigned line = __builtin_LINE())
+      : name_(std::move(name)), site_(CallSite::at(file, line)) {}
+  EnvoyChild(const char* name, const char* file = __builtin_FILE(), unsigned line = __builtin_LINE())
+      : name_(name), site_(CallSite::at(file, line)) {}
+  const std::string& name() const { return name_; }
+  const CallSite& site() const { return site_; }
+
+ private:
+  std::string name_;
+  CallSite site_;
+};
+
 class Envoy {
  public:
   Envoy() = default;
@@ -56,9 +75,10 @@ class Envoy {
   // .output()/.input() calls on this path address the next step.
   Envoy next(CallSite site = CallSite()) const;
 
-  // Children: lm.envoy("model.layers")[5]["mlp"].
-  Envoy operator[](int64_t index) const;
-  Envoy operator[](const std::string& name) const;
+  // Children: lm.envoy("model.layers")[5]["mlp"] (containers such as
+  // "model.layers" are navigable; an unknown child is a TraceError at the
+  // user's line naming the closest known path).
+  Envoy operator[](const EnvoyChild& child) const;
 
  private:
   friend class LanguageModel;

@@ -96,6 +96,27 @@ class TraceFuture {
   uint64_t interrupts_at_ = 0;
 };
 
+// The served model's hyper-parameters (what its config.json or GGUF metadata
+// say), as the engine read them.
+struct ModelConfigInfo {
+  std::string architecture;  // "llama", "gemma2", "mixtral", ...
+  int64_t vocab_size = 0;
+  int64_t hidden_size = 0;
+  int64_t intermediate_size = 0;
+  int64_t num_layers = 0;
+  int64_t num_heads = 0;
+  int64_t num_kv_heads = 0;
+  int64_t head_dim = 0;
+  int64_t max_position = 0;  // positions the model supports
+  double norm_eps = 0.0;     // its norms' epsilon
+  double rope_theta = 0.0;
+  int64_t num_experts = 0;  // MoE: experts per layer (0: dense)
+  int64_t num_experts_per_token = 0;
+  int64_t sliding_window = 0;        // 0: none
+  double final_logit_softcap = 0.0;  // 0: none
+  bool tie_word_embeddings = false;
+};
+
 class LanguageModel {
  public:
   using Body = std::function<void(Tracer&)>;
@@ -143,6 +164,8 @@ class LanguageModel {
   std::string decode(const std::vector<int32_t>& ids, bool skip_special_tokens = false) const;
   LLM& llm();
 
+  // Its hyper-parameters (eps, sizes, ...).
+  ModelConfigInfo config() const;
   // The architecture ("llama", "gpt2") and its number of decoder layers.
   std::string architecture() const;
   int64_t num_layers() const;

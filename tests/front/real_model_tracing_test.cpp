@@ -182,5 +182,42 @@ TEST(RealModelTracing, MultiProcessExecutorGivesTheSameSaves) {
   EXPECT_LE((in[a] - out[b]).abs().max().item<double>(), 1e-5);
 }
 
+// docs/envoys.md: containers are navigable, and a wrong child is reported at
+// the user's line with the closest known path.
+TEST(RealModelTracing, ContainersAreNavigableAndErrorsPointAtTheUsersLine) {
+  Envoy layers = lm().envoy("model.layers");
+  EXPECT_EQ(layers[5]["mlp"].path(), "model.layers.5.mlp");
+  EXPECT_EQ(layers[5]["mlp"].type_name(), "LlamaMLP");
+  Saved via_container, direct;
+  auto out = lm().trace("Hello", SamplingParams().max_tokens(1), [&](Tracer&) {
+    via_container = lm().envoy("model.layers")[5]["mlp"].output().save();
+    direct = lm().envoy("model.layers.6.mlp").output().save();
+  });
+  EXPECT_EQ(out[via_container].size(1), 576);
+  try {
+    layers[5]["mpl"];
+    FAIL() << "no module model.layers.5.mpl";
+  } catch (const TraceError& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("real_model_tracing_test.cpp:" + std::to_string(__LINE__ - 4)), std::string::npos) << msg;
+    EXPECT_NE(msg.find("did you mean 'model.layers.5.mlp'"), std::string::npos) << msg;
+  }
+}
+
+TEST(RealModelTracing, ConfigIsReadableFromThePublicApi) {
+  const ModelConfigInfo c = lm().config();
+  EXPECT_EQ(c.architecture, "llama");
+  EXPECT_EQ(c.hidden_size, 576);
+  EXPECT_EQ(c.intermediate_size, 1536);
+  EXPECT_EQ(c.num_layers, 30);
+  EXPECT_EQ(c.num_heads, 9);
+  EXPECT_EQ(c.num_kv_heads, 3);
+  EXPECT_EQ(c.head_dim, 64);
+  EXPECT_EQ(c.vocab_size, 49152);
+  EXPECT_NEAR(c.norm_eps, 1e-5, 1e-9);
+  EXPECT_TRUE(c.tie_word_embeddings);
+  EXPECT_EQ(c.num_experts, 0);
+}
+
 }  // namespace
 }  // namespace nnsight

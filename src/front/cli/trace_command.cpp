@@ -32,8 +32,9 @@ const char* kHelp =
     "Prints the generated text on stdout, one line per prompt (newlines escaped as \\n).\n"
     "Errors in a graph name the node and its line:column in the JSON file.\n";
 
-// Every saved value as named tensors: lists become name.0, name.1, ...
-// (None elements are left out); numbers are 0-d tensors.
+// Every saved value as named tensors: lists become name.0, name.1, ...,
+// zero-padded to the widest index so the names sort in list order (name.00 ..
+// name.19); None elements are left out; numbers are 0-d tensors.
 std::vector<std::pair<std::string, at::Tensor>> flatten_saves(const TraceResult& result) {
   std::vector<std::pair<std::string, at::Tensor>> out;
   for (const auto& [name, v] : result.saves()) {
@@ -41,8 +42,12 @@ std::vector<std::pair<std::string, at::Tensor>> flatten_saves(const TraceResult&
       if (v.tensor.defined()) out.emplace_back(name, v.tensor);
       continue;
     }
-    for (size_t i = 0; i < v.list.size(); ++i)
-      if (v.list[i].defined()) out.emplace_back(name + "." + std::to_string(i), v.list[i]);
+    const size_t width = v.list.empty() ? 1 : std::to_string(v.list.size() - 1).size();
+    for (size_t i = 0; i < v.list.size(); ++i) {
+      if (!v.list[i].defined()) continue;
+      std::string index = std::to_string(i);
+      out.emplace_back(name + "." + std::string(width - index.size(), '0') + index, v.list[i]);
+    }
   }
   return out;
 }

@@ -74,11 +74,9 @@ Envoy Envoy::next(CallSite site) const {
   return *this;
 }
 
-Envoy Envoy::operator[](int64_t index) const { return (*this)[std::to_string(index)]; }
-
-Envoy Envoy::operator[](const std::string& name) const {
-  if (!model_) throw TraceError("an empty Envoy is used");
-  return model_->envoy(path_.empty() ? name : path_ + "." + name);
+Envoy Envoy::operator[](const EnvoyChild& child) const {
+  if (!model_) throw TraceError(child.site().loc().str() + ": an empty Envoy is used");
+  return model_->envoy(path_.empty() ? child.name() : path_ + "." + child.name(), child.site());
 }
 
 }  // namespace nnsight

@@ -145,7 +145,14 @@ TraceFuture LanguageModel::submit(const SamplingParams& params, const Body& body
 }
 
 Envoy LanguageModel::envoy(const std::string& path, CallSite site) const {
-  if (!impl_->structure().find_module(path))
+  // A module, or a container of modules ("model.layers"): some path lies below it.
+  auto is_container = [&] {
+    const std::string prefix = path + ".";
+    for (const auto& m : impl_->structure().modules())
+      if (m.path.compare(0, prefix.size(), prefix) == 0) return true;
+    return false;
+  };
+  if (!impl_->structure().find_module(path) && (path.empty() || !is_container()))
     throw TraceError(site.loc().str() + ": unknown module path '" + path + "' (did you mean '" +
                      impl_->structure().closest_path(path) + "'?)");
   return Envoy(this, path);
@@ -178,6 +185,28 @@ bool LanguageModel::callable(const std::string& path) const {
 std::string LanguageModel::type_name(const std::string& path) const {
   const auto* m = impl_->structure().find_module(path);
   return m ? m->type_name : "";
+}
+
+ModelConfigInfo LanguageModel::config() const {
+  const ModelConfig& c = runner::LLMAccess::engine(*impl_->llm).model_config();
+  ModelConfigInfo i;
+  i.architecture = c.architecture;
+  i.vocab_size = c.vocab_size;
+  i.hidden_size = c.hidden_size;
+  i.intermediate_size = c.intermediate_size;
+  i.num_layers = c.num_layers;
+  i.num_heads = c.num_heads;
+  i.num_kv_heads = c.num_kv_heads;
+  i.head_dim = c.head_dim;
+  i.max_position = c.max_position;
+  i.norm_eps = c.norm_eps;
+  i.rope_theta = c.rope_theta;
+  i.num_experts = c.num_experts;
+  i.num_experts_per_token = c.num_experts_per_token;
+  i.sliding_window = c.sliding_window;
+  i.final_logit_softcap = c.final_logit_softcap;
+  i.tie_word_embeddings = c.tie_word_embeddings;
+  return i;
 }
 
 std::string LanguageModel::architecture() const {

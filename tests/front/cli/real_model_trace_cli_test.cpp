@@ -5,6 +5,7 @@
 
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <string>
@@ -138,6 +139,29 @@ TEST(RealModelTraceCli, TraceThatCanNeverBeAdmittedExitsAtOnceNamingTheLimit) {
   EXPECT_NE(r.errors.find("KV-cache blocks"), std::string::npos) << r.errors;
   // Three model loads included.
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(60));
+}
+
+// A list save's elements are named so that they sort in list order.
+TEST(RealModelTraceCli, ListSavesAreNamedInSortableOrder) {
+  testing::ScratchDir dir;
+  const std::string graph = std::string(NNSIGHT_SOURCE_DIR) + "/tests/data/cli/samples_12.json";
+  const std::string out = dir.file("tokens.safetensors");
+  CliRun r =
+      run_cli("trace --model " + quote(testing::default_model_path()) + " --prompt " + quote(kEiffel) + " --graph " +
+              quote(graph) + " --max-tokens 12 --ignore-eos --out " + quote(out) + " --no-progress");
+  ASSERT_EQ(r.status, 0) << r.errors;
+  SafetensorsFile file(out);
+  std::vector<std::string> names;
+  for (const auto& t : file.tensors()) names.push_back(t.name);
+  std::sort(names.begin(), names.end());
+  ASSERT_EQ(names.size(), 12u);
+  for (size_t i = 0; i < names.size(); ++i)
+    EXPECT_EQ(names[i], "tokens." + std::string(i < 10 ? "0" : "") + std::to_string(i));
+  // In that order they are the generated tokens.
+  LanguageModel lm(EngineArgs().model(testing::default_model_path()).show_progress(false));
+  auto cpp = lm.trace(kEiffel, SamplingParams().temperature(0).max_tokens(12).ignore_eos(true), [](Tracer&) {});
+  for (size_t i = 0; i < names.size(); ++i)
+    EXPECT_EQ(file.load(names[i]).reshape({-1})[0].item<int64_t>(), cpp.output().token_ids[i]) << names[i];
 }
 
 }  // namespace
