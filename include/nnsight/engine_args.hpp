@@ -113,6 +113,13 @@ class EngineArgs {
     max_worker_restarts_ = v;
     return *this;
   }  // default -1
+  // Shared libraries that register user functions (include/nnsight/functions.hpp),
+  // comma-separated; every process that runs the model loads them at start-up.
+  const std::string& function_plugins() const { return function_plugins_; }
+  EngineArgs& function_plugins(std::string v) {
+    function_plugins_ = std::move(v);
+    return *this;
+  }  // default none
   // Path of the nnsight-worker program; empty = next to the library / on PATH.
   const std::string& worker_program() const { return worker_program_; }
   EngineArgs& worker_program(std::string v) {
@@ -218,7 +225,8 @@ class EngineArgs {
        enable_prefix_caching_, block_size_, num_kv_blocks_, kv_cache_memory_mb_, executor_, tensor_parallel_size_,
        worker_timeout_s_, worker_program_, seed_, num_threads_, show_progress_, forward_hooks_, capture_enabled_,
        capture_set_, capture_layers_, capture_sample_rate_, capture_compression_k_, capture_buffer_size_gb_, engine_id_,
-       tp_rendezvous_, worker_addresses_, intervention_memory_mb_, dequantize_, max_worker_restarts_);
+       tp_rendezvous_, worker_addresses_, intervention_memory_mb_, dequantize_, max_worker_restarts_,
+       function_plugins_);
   }
 
  private:
@@ -239,6 +247,7 @@ class EngineArgs {
   int64_t tensor_parallel_size_ = 1;
   double worker_timeout_s_ = 120.0;
   int64_t max_worker_restarts_ = -1;
+  std::string function_plugins_;
   std::string worker_program_;
   std::string tp_rendezvous_;
   std::string worker_addresses_;

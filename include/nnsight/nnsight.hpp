@@ -7,6 +7,7 @@
 #include <nnsight/engine_args.hpp>
 #include <nnsight/envoy.hpp>
 #include <nnsight/error.hpp>
+#include <nnsight/functions.hpp>
 #include <nnsight/index.hpp>
 #include <nnsight/interrupt.hpp>
 #include <nnsight/language_model.hpp>

@@ -119,7 +119,7 @@ std::string encode(const WorkerReady& v) {
       levels.push_back(static_cast<uint8_t>(m.row_level));
       callable.push_back(m.callable ? 1 : 0);
     }
-    ar(paths, types, tuples, levels, callable, v.structure.events());
+    ar(paths, types, tuples, levels, callable, v.structure.events(), v.structure.functions());
   }
   return os.str();
 }
@@ -128,10 +128,10 @@ void decode(const std::string& b, WorkerReady& v) {
     std::istringstream is(b);
     cereal::PortableBinaryInputArchive ar(is);
     ar(v.num_kv_blocks, v.config);
-    std::vector<std::string> paths, types, events;
+    std::vector<std::string> paths, types, events, functions;
     std::vector<int32_t> tuples;
     std::vector<uint8_t> levels, callable;
-    ar(paths, types, tuples, levels, callable, events);
+    ar(paths, types, tuples, levels, callable, events, functions);
     if (types.size() != paths.size() || tuples.size() != paths.size() || levels.size() != paths.size() ||
         callable.size() != paths.size())
       throw WorkerError("worker message: corrupt structure");
@@ -143,6 +143,7 @@ void decode(const std::string& b, WorkerReady& v) {
           ModuleInfo{paths[i], types[i], tuples[i], static_cast<batching::RowLevel>(levels[i]), callable[i] == 1});
     }
     v.structure = ModelStructure(std::move(modules), std::move(events));
+    v.structure.set_functions(std::move(functions));
   } catch (const cereal::Exception& e) {
     throw WorkerError(std::string("worker message: corrupt payload (") + e.what() + ")");
   }

@@ -43,6 +43,8 @@ class ModelRunner {
 
   CausalLM& model() { return *model_; }
   const ModelStructure& structure() const { return structure_; }
+  // The user functions its observers can call (ModelStructure::functions).
+  void set_function_names(std::vector<std::string> names) { structure_.set_functions(std::move(names)); }
   const RunnerConfig& config() const { return config_; }
   std::vector<KVCache>& kv_caches() { return kv_; }
 

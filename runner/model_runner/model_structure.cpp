@@ -84,6 +84,10 @@ batching::RowLevel ModelStructure::row_level(const std::string& key) const {
   return batching::RowLevel::kToken;
 }
 
+bool ModelStructure::has_function(const std::string& name) const {
+  return std::binary_search(functions_.begin(), functions_.end(), name);
+}
+
 int64_t ModelStructure::order_of(const std::string& key) const {
   auto it = order_.find(key);
   if (it != order_.end()) return it->second;

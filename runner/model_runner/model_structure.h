@@ -51,10 +51,17 @@ class ModelStructure {
   // The known module path closest to `path` (edit distance), for messages.
   std::string closest_path(const std::string& path) const;
 
+  // The user functions (`apply` nodes) the process that runs the model
+  // registered, sorted; set by the tracing layer when the engine starts.
+  const std::vector<std::string>& functions() const { return functions_; }
+  void set_functions(std::vector<std::string> names) { functions_ = std::move(names); }
+  bool has_function(const std::string& name) const;
+
  private:
   void index();
   std::vector<ModuleInfo> modules_;
   std::vector<std::string> events_;
+  std::vector<std::string> functions_;
   std::unordered_map<std::string, int64_t> order_;
   std::unordered_map<std::string, size_t> by_path_;
 };

@@ -13,6 +13,7 @@ std::vector<std::string> engine_option_names() {
           "tp-rendezvous",
           "worker-addresses",
           "max-worker-restarts",
+          "function-plugins",
           "threads",
           "max-num-seqs",
           "max-num-batched-tokens",
@@ -42,6 +43,7 @@ EngineArgs engine_args_from(const CliArgs& a) {
   if (a.has("tp-rendezvous")) e.tp_rendezvous(a.get("tp-rendezvous"));
   if (a.has("worker-addresses")) e.worker_addresses(a.get("worker-addresses"));
   e.max_worker_restarts(a.get_int("max-worker-restarts", e.max_worker_restarts()));
+  if (a.has("function-plugins")) e.function_plugins(a.get("function-plugins"));
   e.num_threads(a.get_int("threads", 0));
   e.max_num_seqs(a.get_int("max-num-seqs", e.max_num_seqs()));
   e.max_num_batched_tokens(a.get_int("max-num-batched-tokens", e.max_num_batched_tokens()));

@@ -14,6 +14,7 @@
   "  --executor inproc|mp   --tensor-parallel-size N   --threads N\n"                               \
   "  --tp-rendezvous tcp://HOST:PORT   --worker-addresses H:P,H:P,...  (docs/tensor_parallel.md)\n" \
   "  --max-worker-restarts N   (after worker failures; -1 = always (default), 0 = never)\n"         \
+  "  --function-plugins LIB.so,...   libraries registering user functions (docs/functions.md)\n"    \
   "  --max-num-seqs N   --max-num-batched-tokens N   --kv-cache-mb N   --block-size N\n"            \
   "  --intervention-memory-mb N   (per traced request; 0 = sized for the machine)\n"                \
   "  --no-prefix-caching   --no-chunked-prefill   --no-progress\n"                                  \

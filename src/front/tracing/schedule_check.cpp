@@ -69,6 +69,16 @@ void check_keys(const dsl::Graph& g, const runner::ModelStructure& s) {
       check_callable(g, id, s);
       continue;
     }
+    if (n.kind == dsl::NodeKind::Apply) {
+      if (!s.has_function(n.name)) {
+        std::string known;
+        for (const auto& f : s.functions()) known += (known.empty() ? "" : ", ") + f;
+        throw TraceError(where(g, id) + ": function '" + n.name +
+                         "' is not registered in the process that runs the model (registered: " +
+                         (known.empty() ? "none" : known) + "; include/nnsight/functions.hpp)");
+      }
+      continue;
+    }
     if (n.kind != dsl::NodeKind::Get && n.kind != dsl::NodeKind::Set) continue;
     auto key = dsl::parse_provider_key(n.name);
     if (!key) throw TraceError(where(g, id) + ": '" + n.name + "' is not a provider key");

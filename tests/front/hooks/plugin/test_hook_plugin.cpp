@@ -27,3 +27,9 @@ nnsight::ForwardHookFn make_throws(const nlohmann::json& config) {
 NNSIGHT_HOOK_FACTORY("test_plugin", negate, make_negate)
 NNSIGHT_HOOK_FACTORY("test_plugin", none, make_none)
 NNSIGHT_HOOK_FACTORY("test_plugin", throws, make_throws)
+
+// A user function for graphs (include/nnsight/functions.hpp), registered when
+// a process loads this library as a function plugin: 2 * x + 1.
+#include <nnsight/functions.hpp>
+
+NNSIGHT_FUNCTION("test_plugin.affine", 1, [](const std::vector<at::Tensor>& a) { return a[0].mul(2).add(1); })
