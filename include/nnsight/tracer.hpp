@@ -41,6 +41,8 @@ class Tracer {
               CallSite site = CallSite());
   void invoke(const std::vector<int32_t>& prompt_token_ids, const std::function<void()>& body,
               CallSite site = CallSite());
+  void invoke(const std::vector<int32_t>& prompt_token_ids, const SamplingParams& params,
+              const std::function<void()>& body, CallSite site = CallSite());
   // An invoke without a prompt of its own: it sees the rows of every prompt of this trace.
   void invoke(const std::function<void()>& body, CallSite site = CallSite());
 
@@ -50,6 +52,9 @@ class Tracer {
             CallSite site = CallSite());
   // Runs the body at every step until the request finishes.
   void all(const std::function<void(const Step&)>& body, CallSite site = CallSite());
+  // ... from step `start` on (NNsight's iter[start:]), every `stride` steps.
+  void all(int64_t start, const std::function<void(const Step&)>& body, CallSite site = CallSite());
+  void all(int64_t start, int64_t stride, const std::function<void(const Step&)>& body, CallSite site = CallSite());
 
   // Runs `then` when the condition holds at run time (else `otherwise`).
   void cond(const Operand& condition, const std::function<void()>& then,

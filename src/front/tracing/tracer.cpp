@@ -24,6 +24,13 @@ void Tracer::invoke(const std::vector<int32_t>& ids, const std::function<void()>
   rec_->run_invoke(true, "", ids, rec_->params(), body, site.loc());
 }
 
+void Tracer::invoke(const std::vector<int32_t>& ids, const SamplingParams& params, const std::function<void()>& body,
+                    CallSite site) {
+  if (ids.empty()) throw TraceError(site.loc().str() + ": an invoke's prompt token ids are empty");
+  params.validate();
+  rec_->run_invoke(true, "", ids, params, body, site.loc());
+}
+
 void Tracer::invoke(const std::function<void()>& body, CallSite site) {
   rec_->run_invoke(false, "", {}, rec_->params(), body, site.loc());
 }
@@ -46,10 +53,19 @@ void Tracer::iter(int64_t start, int64_t stop, int64_t stride, const std::functi
   b->end_iter(loc);
 }
 
-void Tracer::all(const std::function<void(const Step&)>& body, CallSite site) {
+void Tracer::all(const std::function<void(const Step&)>& body, CallSite site) { all(0, 1, body, site); }
+
+void Tracer::all(int64_t start, const std::function<void(const Step&)>& body, CallSite site) {
+  all(start, 1, body, site);
+}
+
+void Tracer::all(int64_t start, int64_t stride, const std::function<void(const Step&)>& body, CallSite site) {
   const SourceLoc loc = site.loc();
+  if (start < 0 || stride < 1)
+    throw TraceError(loc.str() + ": all(" + std::to_string(start) + ", " + std::to_string(stride) +
+                     ") is not a valid step range (start >= 0, stride >= 1)");
   auto b = rec_->builder(loc);
-  const dsl::NodeId node = b->begin_iter(dsl::IterRange::all_from(0), loc);
+  const dsl::NodeId node = b->begin_iter(dsl::IterRange::all_from(start, stride), loc);
   rec_->push_iteration(loc);
   body(Step{Proxy(b, node)});
   rec_->pop_iteration(loc);
