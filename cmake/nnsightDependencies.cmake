@@ -53,6 +53,8 @@ find_package(cereal QUIET)
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(PCRE2 REQUIRED IMPORTED_TARGET libpcre2-8)
 find_package(absl REQUIRED)
+# OpenSSL's libcrypto: HMAC-SHA256 and random challenges for worker authentication.
+find_package(OpenSSL REQUIRED COMPONENTS Crypto)
 find_package(CLI11 QUIET CONFIG)
 if(NOT TARGET CLI11::CLI11)
   find_path(CLI11_INCLUDE_DIR CLI/CLI.hpp REQUIRED)
@@ -73,7 +75,7 @@ message(STATUS "nnsight: LibTorch ${Torch_VERSION} from ${TORCH_INSTALL_PREFIX}"
 add_library(nnsight_private_deps INTERFACE)
 target_link_libraries(nnsight_private_deps INTERFACE
   Boost::context nlohmann_json::nlohmann_json cereal::cereal PkgConfig::PCRE2
-  absl::flat_hash_map absl::inlined_vector
+  absl::flat_hash_map absl::inlined_vector OpenSSL::Crypto
   Threads::Threads ${CMAKE_DL_LIBS} rt)
 
 # at::parallel_for is a header template: with LibTorch's OpenMP backend it runs

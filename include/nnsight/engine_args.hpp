@@ -120,6 +120,14 @@ class EngineArgs {
     function_plugins_ = std::move(v);
     return *this;
   }  // default none
+  // File holding the secret shared with workers started by hand
+  // (nnsight-worker --listen --secret-file F); empty: $NNSIGHT_WORKER_SECRET,
+  // or no authentication. The engine answers each worker's challenge with it.
+  const std::string& worker_secret_file() const { return worker_secret_file_; }
+  EngineArgs& worker_secret_file(std::string v) {
+    worker_secret_file_ = std::move(v);
+    return *this;
+  }  // default none
   // Path of the nnsight-worker program; empty = next to the library / on PATH.
   const std::string& worker_program() const { return worker_program_; }
   EngineArgs& worker_program(std::string v) {
@@ -225,8 +233,8 @@ class EngineArgs {
        enable_prefix_caching_, block_size_, num_kv_blocks_, kv_cache_memory_mb_, executor_, tensor_parallel_size_,
        worker_timeout_s_, worker_program_, seed_, num_threads_, show_progress_, forward_hooks_, capture_enabled_,
        capture_set_, capture_layers_, capture_sample_rate_, capture_compression_k_, capture_buffer_size_gb_, engine_id_,
-       tp_rendezvous_, worker_addresses_, intervention_memory_mb_, dequantize_, max_worker_restarts_,
-       function_plugins_);
+       tp_rendezvous_, worker_addresses_, intervention_memory_mb_, dequantize_, max_worker_restarts_, function_plugins_,
+       worker_secret_file_);
   }
 
  private:
@@ -248,6 +256,7 @@ class EngineArgs {
   double worker_timeout_s_ = 120.0;
   int64_t max_worker_restarts_ = -1;
   std::string function_plugins_;
+  std::string worker_secret_file_;
   std::string worker_program_;
   std::string tp_rendezvous_;
   std::string worker_addresses_;

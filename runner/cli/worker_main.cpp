@@ -18,13 +18,14 @@
 #include <string>
 
 #include "runner/executor/tcp_endpoint.h"
+#include "runner/executor/worker_auth.h"
 #include "runner/executor/worker_loop.h"
 
 namespace {
 int usage() {
   std::fprintf(stderr,
                "usage: nnsight-worker --fd N                      (started by the nnsight engine)\n"
-               "       nnsight-worker --listen HOST:PORT [--threads N]   (a rank started by hand)\n");
+               "       nnsight-worker --listen HOST:PORT [--threads N] [--secret-file F]   (a rank started by hand)\n");
   return 2;
 }
 }  // namespace
@@ -33,6 +34,7 @@ int main(int argc, char** argv) {
   int fd = -1;
   long threads = 0;
   std::string listen;
+  std::string secret_file;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (i + 1 >= argc) return usage();
@@ -40,6 +42,8 @@ int main(int argc, char** argv) {
       fd = std::atoi(argv[++i]);
     else if (a == "--listen")
       listen = argv[++i];
+    else if (a == "--secret-file")
+      secret_file = argv[++i];
     else if (a == "--threads")
       threads = std::atol(argv[++i]);
     else if (a == "--rank")
@@ -55,11 +59,25 @@ int main(int argc, char** argv) {
     int port = 0;
     const int lfd = listen_tcp(where, &port);
     where.port = port;
+    const std::string secret = load_worker_secret(secret_file);
+    if (secret.empty())
+      std::fprintf(stderr,
+                   "nnsight-worker: warning: no worker secret (--secret-file or NNSIGHT_WORKER_SECRET): whoever "
+                   "reaches %s can make this process load files and libraries\n",
+                   where.str().c_str());
     std::printf("nnsight-worker listening on %s\n", where.str().c_str());
     std::fflush(stdout);
-    const int conn = accept_tcp(lfd, -1);
-    ::close(lfd);
-    return run_worker(conn, threads);
+    for (;;) {
+      const int conn = accept_tcp(lfd, -1);
+      // Nothing is read from a connection before it proves it knows the secret.
+      if (!secret.empty() && !challenge_peer(conn, secret, 10.0)) {
+        std::fprintf(stderr, "nnsight-worker: refused a connection that failed authentication\n");
+        ::close(conn);
+        continue;
+      }
+      ::close(lfd);
+      return run_worker(conn, threads);
+    }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "nnsight-worker: %s\n", e.what());
     return 1;

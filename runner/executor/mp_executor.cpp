@@ -25,6 +25,7 @@
 #include "core/weight_source.h"
 #include "models/causal_lm.h"
 #include "runner/executor/tcp_endpoint.h"
+#include "runner/executor/worker_auth.h"
 #include "runner/executor/worker_error.h"
 
 extern char** environ;
@@ -49,6 +50,8 @@ constexpr double kConnectTimeoutS = 60.0;
 // After a first failure, how long to wait for the other ranks' news: a rank
 // that died is a better culprit than the ranks whose collectives then broke.
 constexpr double kFailureGraceS = 1.0;
+// How long an authentication exchange may take (worker_auth.h).
+constexpr double kAuthTimeoutS = 10.0;
 // The TCP store's port when workers were started by hand and no rendezvous
 // was named (torch.distributed's customary MASTER_PORT).
 constexpr int kDefaultStorePort = 29500;
@@ -197,12 +200,15 @@ void MultiProcExecutor::connect_workers(int world) {
   if (static_cast<int>(addrs.size()) != world)
     throw ConfigError("EngineArgs.worker_addresses names " + std::to_string(addrs.size()) +
                       " workers but tensor_parallel_size is " + std::to_string(world));
+  const std::string secret = load_worker_secret(args_.worker_secret_file());
   for (int rank = 0; rank < world; ++rank) {
     const HostPort hp = HostPort::parse(addrs[static_cast<size_t>(rank)], "EngineArgs.worker_addresses entry");
     int fd = -1;
     try {
       fd = connect_tcp(hp, kConnectTimeoutS);
+      if (!secret.empty()) answer_challenge(fd, secret, kAuthTimeoutS, "worker at " + hp.str());
     } catch (const Error& e) {
+      if (fd >= 0) ::close(fd);
       kill_all();
       throw Error("worker rank " + std::to_string(rank) + ": " + e.what());
     }

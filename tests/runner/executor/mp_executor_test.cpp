@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <thread>
@@ -14,6 +15,7 @@
 
 #include "runner/engine/engine.h"
 #include "runner/executor/mp_executor.h"
+#include "runner/executor/tcp_endpoint.h"
 #include "support/hand_started_workers.h"
 #include "support/scratch_dir.h"
 #include "support/thread_ranks.h"
@@ -95,6 +97,51 @@ TEST_F(MultiProcess, WorkersStartedByHandServeTheEngine) {
     const int status = workers.wait_exit(i, 10);
     EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "worker " << i << " status " << status;
   }
+}
+
+// Workers started by hand with a secret (worker_auth.h): a connection that
+// does not know it is refused before anything it sends is decoded, and the
+// worker goes on listening; an engine with a wrong secret is told so; the
+// engine with the right one is served.
+TEST_F(MultiProcess, HandStartedWorkersWithASecretServeOnlyTheirEngine) {
+  runner::Engine inproc(args().executor("inproc"));
+  auto expected = run(inproc, requests(2, 5));
+  ::setenv("NNSIGHT_WORKER_SECRET", "correct horse battery staple", 1);
+  testing::HandStartedWorkers workers(1);
+  ::unsetenv("NNSIGHT_WORKER_SECRET");
+  const runner::HostPort where = runner::HostPort::parse(workers.addresses(), "test");
+
+  // An intruder sends a start-up message at once: it gets the challenge, fails it and is cut off.
+  {
+    const int fd = runner::connect_tcp(where, 5);
+    unsigned char challenge[45];
+    size_t got = 0;
+    while (got < sizeof challenge) {
+      const ssize_t r = ::read(fd, challenge + got, sizeof challenge - got);
+      ASSERT_GT(r, 0);
+      got += static_cast<size_t>(r);
+    }
+    EXPECT_EQ(std::string(reinterpret_cast<char*>(challenge), 13), "NNSIGHT-AUTH1");
+    const std::string init(64, 'x');  // not the HMAC of the challenge
+    ASSERT_EQ(::write(fd, init.data(), init.size()), static_cast<ssize_t>(init.size()));
+    char c;
+    EXPECT_LE(::read(fd, &c, 1), 0) << "the worker must close (or reset) the connection";
+    ::close(fd);
+  }
+  // An engine with the wrong secret is refused, with a message that says so.
+  testing::ScratchDir secrets;
+  try {
+    runner::Engine wrong(
+        args().worker_addresses(workers.addresses()).worker_secret_file(secrets.write("wrong", "not the secret\n")));
+    FAIL() << "a wrong secret must be refused";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("refused the authentication"), std::string::npos) << e.what();
+  }
+  // Still listening: the right secret (from a file this time) is served.
+  runner::Engine right(args()
+                           .worker_addresses(workers.addresses())
+                           .worker_secret_file(secrets.write("right", "correct horse battery staple\n")));
+  EXPECT_EQ(run(right, requests(2, 5)), expected);
 }
 
 TEST_F(MultiProcess, AHandStartedWorkerThatDiesIsNamedByRankAndAddress) {
