@@ -64,6 +64,7 @@ TokenizerSpec tokenizer_spec_from_gguf(const GgufFile& f) {
   const bool llama3_pre = spec.pre == "llama3" || spec.pre == "llama-v3" || spec.pre == "llama-bpe";
   spec.add_bos = f.get_bool_or("tokenizer.ggml.add_bos_token", llama3_pre);
   spec.add_eos = f.get_bool_or("tokenizer.ggml.add_eos_token", false);
+  spec.chat_template = f.get_string_or("tokenizer.chat_template", "");
   return spec;
 }
 

@@ -51,6 +51,7 @@ struct Tokenizer::Impl {
   BpeModel bpe;
   int32_t bos = -1, eos = -1, unk = -1, pad = -1;
   bool add_bos = false, add_eos = false;
+  std::string bos_token, eos_token, chat_template;
 
   mutable std::mutex cache_mutex;
   mutable std::unordered_map<std::string, std::vector<int32_t>> cache;
@@ -239,6 +240,9 @@ void Tokenizer::init(TokenizerSpec spec, TokenizerPipeline pipeline, const std::
   }
   m->bpe = BpeModel(byte_tokens, merges, spec.unk_id);
   m->tokens = std::move(spec.tokens);
+  if (m->bos >= 0) m->bos_token = std::string(m->token_bytes(m->bos));
+  if (m->eos >= 0) m->eos_token = std::string(m->token_bytes(m->eos));
+  m->chat_template = std::move(spec.chat_template);
   m->cache.reserve(1024);
   impl_ = std::move(m);
 }
@@ -299,6 +303,9 @@ int32_t Tokenizer::unk_id() const { return impl_->unk; }
 int32_t Tokenizer::pad_id() const { return impl_->pad; }
 bool Tokenizer::add_bos() const { return impl_->add_bos; }
 bool Tokenizer::add_eos() const { return impl_->add_eos; }
+const std::string& Tokenizer::bos_token() const { return impl_->bos_token; }
+const std::string& Tokenizer::eos_token() const { return impl_->eos_token; }
+const std::string& Tokenizer::chat_template() const { return impl_->chat_template; }
 int64_t Tokenizer::vocab_size() const { return static_cast<int64_t>(impl_->tokens.size()); }
 
 bool Tokenizer::is_special(int32_t id) const {

@@ -63,6 +63,15 @@ class Tokenizer {
   bool add_eos() const;
   int64_t vocab_size() const;
 
+  // The text of the BOS / EOS token ("" when there is none): what a chat
+  // template sees as bos_token / eos_token.
+  const std::string& bos_token() const;
+  const std::string& eos_token() const;
+  // The model's chat template (tokenizer_config.json "chat_template", GGUF
+  // tokenizer.chat_template); empty when the model has none. Render it with
+  // ChatTemplate (core/tokenizer/chat_template.h).
+  const std::string& chat_template() const;
+
   // True for control tokens (type 3: BOS, EOS, "<|im_start|>", ...): the ones
   // skip_special_tokens drops. User-defined tokens are matched whole in text
   // but are ordinary text otherwise.

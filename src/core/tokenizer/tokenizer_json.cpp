@@ -162,6 +162,24 @@ std::optional<std::string> config_token(const JsonFile& f, const json& cfg, cons
   f.fail(std::string(key) + " must be a string or an object with \"content\"");
 }
 
+// tokenizer_config.json "chat_template": a string, or a list of {"name", "template"}
+// of which transformers' apply_chat_template uses "default". "" when there is none.
+std::string config_chat_template(const JsonFile& f) {
+  const json* v = f.member(f.root(), "chat_template");
+  if (v == nullptr || v->is_null()) return "";
+  if (v->is_string()) return v->get<std::string>();
+  if (!v->is_array()) f.fail("chat_template must be a string or a list of {\"name\", \"template\"}");
+  for (size_t i = 0; i < v->size(); ++i) {
+    const json& item = (*v)[i];
+    const std::string where = "chat_template[" + std::to_string(i) + "]";
+    if (!item.is_object()) f.fail(where + " must be an object with \"name\" and \"template\"");
+    if (f.string_of(f.require(item, "name", where), where + ".name") == "default") {
+      return f.string_of(f.require(item, "template", where), where + ".template");
+    }
+  }
+  return "";
+}
+
 struct TemplateSpecials {
   std::optional<std::string> before, after;  // special tokens around the text
 };
@@ -396,6 +414,13 @@ HfTokenizerFiles read_hf_tokenizer_json(const std::string& path) {
     spec.add_eos = cfg.bool_or(cfg.root(), "add_eos_token", spec.add_eos, "");
     if (spec.add_bos && spec.bos_id < 0) cfg.fail("add_bos_token is true but there is no bos_token");
     if (spec.add_eos && spec.eos_id < 0) cfg.fail("add_eos_token is true but there is no eos_token");
+    spec.chat_template = config_chat_template(cfg);
+  }
+  // Newer transformers save the template beside the config instead.
+  if (spec.chat_template.empty()) {
+    std::ifstream jinja((slash == std::string::npos ? std::string() : path.substr(0, slash + 1)) +
+                        "chat_template.jinja");
+    if (jinja) spec.chat_template.assign(std::istreambuf_iterator<char>(jinja), std::istreambuf_iterator<char>());
   }
   return result;
 }

@@ -26,6 +26,9 @@ struct TokenizerSpec {
   int32_t pad_id = -1;
   bool add_bos = false;  // prepend BOS when encoding with special tokens
   bool add_eos = false;  // append EOS likewise
+  // The model's chat template (Jinja text, core/tokenizer/chat_template.h);
+  // empty when the model has none.
+  std::string chat_template;
 };
 
 }  // namespace nnsight

@@ -5,11 +5,14 @@
 #include <stdexcept>
 
 #include <nlohmann/json.hpp>
+#include <nnsight/error.hpp>
 #include <nnsight/llm.hpp>
 
+#include "core/tokenizer/chat_template.h"
 #include "front/cli/cli_args.h"
 #include "front/cli/commands.h"
 #include "front/cli/engine_options.h"
+#include "runner/engine/llm_access.h"
 
 namespace nnsight::cli {
 
@@ -22,6 +25,7 @@ const char* kHelp =
     "  --temperature T        0 = greedy (default 0)\n"
     "  --top-p P --top-k K --min-p P --seed S --stop STR (repeatable) --ignore-eos\n"
     "  --json                 print {\"text\":..., \"token_ids\":[...]} per prompt (one line each)\n"
+    "  --chat                 each prompt is one user message, rendered with the model's chat template\n"
     "Engine options:\n" NNSIGHT_ENGINE_OPTIONS_HELP
     "Prints only the generated text on stdout (one line per prompt in batch mode,\n"
     "newlines escaped as \\n); logs go to stderr.\n";
@@ -29,10 +33,10 @@ const char* kHelp =
 }  // namespace
 
 int generate_command(int argc, char** argv) {
-  std::vector<std::string> flags = {"json", "ignore-eos", "help"};
+  std::vector<std::string> flags = {"json", "ignore-eos", "chat", "help"};
   for (const auto& f : engine_flag_names()) flags.push_back(f);
   std::vector<std::string> known = {"model", "prompt", "prompts-file", "max-tokens", "temperature", "top-p", "top-k",
-                                    "min-p", "seed",   "stop",         "ignore-eos", "json",        "help"};
+                                    "min-p", "seed",   "stop",         "ignore-eos", "json",        "chat",  "help"};
   for (const auto& o : engine_option_names()) known.push_back(o);
   for (const auto& f : engine_flag_names()) known.push_back(f);
   CliArgs args(argc, argv, 2, flags, known);
@@ -60,7 +64,29 @@ int generate_command(int argc, char** argv) {
   params.validate();
 
   LLM llm(engine_args_from(args));
-  std::vector<RequestOutput> outs = llm.generate(prompts, params);
+  std::vector<RequestOutput> outs;
+  if (args.has("chat")) {
+    // The template already writes the special tokens (BOS, turn markers), so
+    // the text is tokenized without adding them again.
+    const auto& tokenizer = runner::LLMAccess::engine(llm).tokenizer();
+    if (!tokenizer || tokenizer->chat_template().empty()) {
+      throw ConfigError(
+          "--chat: the model has no chat template (tokenizer_config.json chat_template or GGUF "
+          "tokenizer.chat_template)");
+    }
+    const ChatTemplate chat(tokenizer->chat_template());
+    std::vector<LLM::Handle> handles;
+    for (const auto& p : prompts) {
+      const std::string text = chat.render({{"user", p}}, true, tokenizer->bos_token(), tokenizer->eos_token());
+      handles.push_back(llm.submit(llm.encode(text, false), params));
+    }
+    for (size_t k = 0; k < handles.size(); ++k) {
+      outs.push_back(handles[k].result.get());
+      outs.back().prompt = prompts[k];
+    }
+  } else {
+    outs = llm.generate(prompts, params);
+  }
   int status = 0;
   for (const auto& o : outs) {
     if (!o.error.empty()) {

@@ -90,6 +90,46 @@ TEST(TokenizerJson, ConfigBesideItSetsBosAndEos) {
   EXPECT_EQ(t.encode("hello").front(), 0);
 }
 
+TEST(TokenizerJson, ChatTemplateFromTheConfigOrBesideIt) {
+  {
+    ScratchDir dir;
+    const Tokenizer t = Tokenizer::from_hf_json(dir.write("tokenizer.json", tiny_json().dump()));
+    EXPECT_EQ(t.chat_template(), "");
+  }
+  {
+    ScratchDir dir;
+    dir.write("tokenizer_config.json",
+              R"({"bos_token": "<s>", "eos_token": "</s>", "chat_template": "{{ bos_token }}x"})");
+    const Tokenizer t = Tokenizer::from_hf_json(dir.write("tokenizer.json", tiny_json().dump()));
+    EXPECT_EQ(t.chat_template(), "{{ bos_token }}x");
+    EXPECT_EQ(t.bos_token(), "<s>");
+    EXPECT_EQ(t.eos_token(), "</s>");
+  }
+  {
+    // transformers' named templates: apply_chat_template uses "default".
+    ScratchDir dir;
+    dir.write("tokenizer_config.json",
+              R"({"chat_template": [{"name": "tool_use", "template": "T"}, {"name": "default", "template": "D"}]})");
+    EXPECT_EQ(Tokenizer::from_hf_json(dir.write("tokenizer.json", tiny_json().dump())).chat_template(), "D");
+  }
+  {
+    ScratchDir dir;
+    dir.write("chat_template.jinja", "{{ messages }}\n");
+    EXPECT_EQ(Tokenizer::from_hf_json(dir.write("tokenizer.json", tiny_json().dump())).chat_template(),
+              "{{ messages }}\n");
+  }
+  {
+    ScratchDir dir;
+    dir.write("tokenizer_config.json", R"({"chat_template": 3})");
+    try {
+      Tokenizer::from_hf_json(dir.write("tokenizer.json", tiny_json().dump()));
+      ADD_FAILURE() << "a number as chat_template was accepted";
+    } catch (const LoadError& e) {
+      EXPECT_NE(std::string(e.what()).find("chat_template must be a string or a list"), std::string::npos) << e.what();
+    }
+  }
+}
+
 TEST(TokenizerJson, TemplatePostProcessorImpliesBos) {
   json j = tiny_json();
   j["post_processor"] = {
