@@ -224,6 +224,24 @@ class EngineArgs {
     return *this;
   }
 
+  // A model served by `nnsight serve` ("http://host:port"): LanguageModel
+  // records traces here, checks them against the server's model structure and
+  // runs them there (docs/server.md). model() names the served model (its
+  // default is accepted for any); the engine options are the server's. "" =
+  // load the model in this process.
+  const std::string& remote() const { return remote_; }
+  EngineArgs& remote(std::string v) {
+    remote_ = std::move(v);
+    return *this;
+  }  // default ""
+  // The API key sent to a remote server ("Authorization: Bearer ..."); empty:
+  // $NNSIGHT_API_KEY, or none.
+  const std::string& api_key() const { return api_key_; }
+  EngineArgs& api_key(std::string v) {
+    api_key_ = std::move(v);
+    return *this;
+  }  // default ""
+
   // Throws nnsight::ConfigError naming the first bad field.
   void validate() const;
 
@@ -257,6 +275,8 @@ class EngineArgs {
   int64_t max_worker_restarts_ = -1;
   std::string function_plugins_;
   std::string worker_secret_file_;
+  std::string remote_;
+  std::string api_key_;
   std::string worker_program_;
   std::string tp_rendezvous_;
   std::string worker_addresses_;

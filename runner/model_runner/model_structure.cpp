@@ -5,6 +5,9 @@
 #include <algorithm>
 #include <limits>
 
+#include <nlohmann/json.hpp>
+#include <nnsight/error.hpp>
+
 #include "batching/flattener.h"
 
 namespace nnsight::runner {
@@ -19,6 +22,50 @@ void ModelStructure::index() {
   by_path_.clear();
   for (size_t i = 0; i < events_.size(); ++i) order_.emplace(events_[i], static_cast<int64_t>(i));
   for (size_t i = 0; i < modules_.size(); ++i) by_path_.emplace(modules_[i].path, i);
+}
+
+namespace {
+const char* row_level_name(batching::RowLevel r) {
+  switch (r) {
+    case batching::RowLevel::kPrompt:
+      return "prompt";
+    case batching::RowLevel::kRouted:
+      return "routed";
+    default:
+      return "token";
+  }
+}
+}  // namespace
+
+nlohmann::json ModelStructure::to_json() const {
+  nlohmann::json mods = nlohmann::json::array();
+  for (const auto& m : modules_)
+    mods.push_back({{"path", m.path},
+                    {"type", m.type_name},
+                    {"tuple", m.output_tuple_size},
+                    {"rows", row_level_name(m.row_level)},
+                    {"callable", m.callable}});
+  return {{"modules", mods}, {"events", events_}, {"functions", functions_}};
+}
+
+ModelStructure ModelStructure::from_json(const nlohmann::json& j, const std::string& what) {
+  try {
+    std::vector<ModuleInfo> modules;
+    for (const auto& m : j.at("modules")) {
+      ModuleInfo info{m.at("path").get<std::string>(), m.at("type").get<std::string>(), m.at("tuple").get<int32_t>()};
+      const std::string rows = m.at("rows").get<std::string>();
+      info.row_level = rows == "prompt"   ? batching::RowLevel::kPrompt
+                       : rows == "routed" ? batching::RowLevel::kRouted
+                                          : batching::RowLevel::kToken;
+      info.callable = m.at("callable").get<bool>();
+      modules.push_back(std::move(info));
+    }
+    ModelStructure s(std::move(modules), j.at("events").get<std::vector<std::string>>());
+    s.set_functions(j.at("functions").get<std::vector<std::string>>());
+    return s;
+  } catch (const nlohmann::json::exception& e) {
+    throw LoadError(what + ": malformed model structure: " + e.what());
+  }
 }
 
 ModelStructure ModelStructure::probe(CausalLM& model, std::vector<KVCache>& kv) {

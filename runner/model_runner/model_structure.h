@@ -13,6 +13,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "batching/batch_groups.h"
 #include "models/causal_lm.h"
 
@@ -38,6 +40,13 @@ class ModelStructure {
   // LM-head pass of `model` (the dry run writes two KV slots of `kv`'s block 0),
   // and the row level of each module's values (from their first dimension).
   static ModelStructure probe(CausalLM& model, std::vector<KVCache>& kv);
+
+  // {"modules": [{"path", "type", "tuple", "rows", "callable"}], "events": [...],
+  // "functions": [...]}: what a remote client's static checks need (the
+  // server's /v1/models/{name}/structure).
+  nlohmann::json to_json() const;
+  // Throws nnsight::LoadError naming `what` for a malformed description.
+  static ModelStructure from_json(const nlohmann::json& j, const std::string& what);
 
   const std::vector<ModuleInfo>& modules() const { return modules_; }
   // Provider keys in the order a step produces them (".inputs" shares ".input"'s place).

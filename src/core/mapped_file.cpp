@@ -36,13 +36,19 @@ MappedFile::MappedFile(const std::string& path) : path_(path) {
       throw LoadError(path + ": cannot mmap " + std::to_string(size_) + " bytes: " + std::strerror(err));
     }
     data_ = static_cast<const uint8_t*>(p);
+    mapped_ = true;
   }
   // The mapping keeps the file alive; the descriptor is no longer needed.
   ::close(fd);
 }
 
+MappedFile::MappedFile(std::string name, std::string bytes) : path_(std::move(name)), owned_(std::move(bytes)) {
+  data_ = owned_.empty() ? nullptr : reinterpret_cast<const uint8_t*>(owned_.data());
+  size_ = owned_.size();
+}
+
 MappedFile::~MappedFile() {
-  if (data_ != nullptr) {
+  if (mapped_ && data_ != nullptr) {
     ::munmap(const_cast<uint8_t*>(data_), size_);
   }
 }

@@ -12,6 +12,9 @@ class MappedFile {
  public:
   // Throws LoadError naming the path when it cannot be opened or mapped.
   explicit MappedFile(const std::string& path);
+  // Bytes already in memory (a safetensors body received over HTTP), named
+  // `name` in messages; the object owns them.
+  MappedFile(std::string name, std::string bytes);
   ~MappedFile();
   MappedFile(const MappedFile&) = delete;
   MappedFile& operator=(const MappedFile&) = delete;
@@ -25,6 +28,8 @@ class MappedFile {
   std::string path_;
   const uint8_t* data_ = nullptr;
   size_t size_ = 0;
+  std::string owned_;  // the bytes of an in-memory file
+  bool mapped_ = false;
 };
 
 }  // namespace nnsight

@@ -70,6 +70,11 @@ const char* safetensors_dtype_name(at::ScalarType type) {
 
 SafetensorsFile::SafetensorsFile(const std::string& path) : file_(std::make_shared<MappedFile>(path)) { parse(); }
 
+SafetensorsFile::SafetensorsFile(const std::string& name, std::string bytes)
+    : file_(std::make_shared<MappedFile>(name, std::move(bytes))) {
+  parse();
+}
+
 void SafetensorsFile::parse() {
   const std::string& file = path();
   const uint64_t size = file_->size();

@@ -38,6 +38,8 @@ class SafetensorsFile {
   static constexpr uint64_t kMaxHeaderBytes = 100ull << 20;
 
   explicit SafetensorsFile(const std::string& path);
+  // A safetensors body held in memory; `name` stands for the file in messages.
+  SafetensorsFile(const std::string& name, std::string bytes);
 
   const std::string& path() const { return file_->path(); }
   // The "__metadata__" string map (empty when absent).

@@ -32,9 +32,12 @@ struct TempFile {
 
 }  // namespace
 
-void write_safetensors(const std::string& path, const std::vector<std::pair<std::string, at::Tensor>>& tensors,
-                       const std::map<std::string, std::string>& metadata) {
-  std::vector<at::Tensor> data;  // contiguous CPU copies, in file order
+namespace {
+
+// The header text (padded) and contiguous CPU copies of the tensors, in file order.
+std::pair<std::string, std::vector<at::Tensor>> layout(const std::vector<std::pair<std::string, at::Tensor>>& tensors,
+                                                       const std::map<std::string, std::string>& metadata) {
+  std::vector<at::Tensor> data;
   data.reserve(tensors.size());
   nlohmann::json header = nlohmann::json::object();
   if (!metadata.empty()) header["__metadata__"] = metadata;
@@ -60,10 +63,33 @@ void write_safetensors(const std::string& path, const std::vector<std::pair<std:
     offset += nbytes;
     data.push_back(std::move(t));
   }
-  std::string text = header.dump();
+  std::string text = header.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   // Pad with spaces so the data section starts 8-byte aligned, as the
   // reference writer does.
   text.append((8 - text.size() % 8) % 8, ' ');
+  return {std::move(text), std::move(data)};
+}
+
+}  // namespace
+
+std::string safetensors_bytes(const std::vector<std::pair<std::string, at::Tensor>>& tensors,
+                              const std::map<std::string, std::string>& metadata) {
+  auto [text, data] = layout(tensors, metadata);
+  size_t total = 8 + text.size();
+  for (const at::Tensor& t : data) total += static_cast<size_t>(t.numel()) * t.element_size();
+  std::string out;
+  out.reserve(total);
+  const uint64_t header_len = text.size();
+  out.append(reinterpret_cast<const char*>(&header_len), 8);
+  out += text;
+  for (const at::Tensor& t : data)
+    out.append(static_cast<const char*>(t.data_ptr()), static_cast<size_t>(t.numel()) * t.element_size());
+  return out;
+}
+
+void write_safetensors(const std::string& path, const std::vector<std::pair<std::string, at::Tensor>>& tensors,
+                       const std::map<std::string, std::string>& metadata) {
+  auto [text, data] = layout(tensors, metadata);
   const uint64_t header_len = text.size();
 
   TempFile tmp;

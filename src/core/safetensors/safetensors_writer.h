@@ -16,6 +16,10 @@ namespace nnsight {
 // BOOL. The file is written beside `path` and renamed into place, so a reader
 // never sees half a file. Throws nnsight::Error for an unsupported dtype, a
 // duplicate or reserved name ("__metadata__"), or an I/O failure.
+// The same file's bytes, in memory (an HTTP response body).
+std::string safetensors_bytes(const std::vector<std::pair<std::string, at::Tensor>>& tensors,
+                              const std::map<std::string, std::string>& metadata = {});
+
 void write_safetensors(const std::string& path, const std::vector<std::pair<std::string, at::Tensor>>& tensors,
                        const std::map<std::string, std::string>& metadata = {});
 

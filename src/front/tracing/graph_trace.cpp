@@ -16,14 +16,15 @@
 
 namespace nnsight::tracing {
 namespace {
-
-// Trace ids of graph traces: far from the ones LanguageModel counts up from 1,
-// so both may share an engine.
 std::atomic<uint64_t> g_next_trace{uint64_t{1} << 48};
+}  // namespace
 
-// prompts[i] holds the text or the token ids of invoke i.
-TraceResult run(LLM& llm, std::vector<runner::RequestInput> prompts, const std::vector<GraphFile>& graphs,
-                const SamplingParams& params) {
+uint64_t next_trace_id() { return g_next_trace.fetch_add(1); }
+
+std::vector<runner::RequestInput> prepare_graph_trace(const runner::ModelStructure& structure,
+                                                      std::vector<runner::RequestInput> prompts,
+                                                      const std::vector<GraphFile>& graphs,
+                                                      const SamplingParams& params, uint64_t trace_id) {
   if (prompts.empty()) throw TraceError("a graph trace needs at least one prompt");
   if (graphs.size() != 1 && graphs.size() != prompts.size())
     throw TraceError("give one graph for all prompts or one per prompt: " + std::to_string(graphs.size()) +
@@ -65,9 +66,8 @@ TraceResult run(LLM& llm, std::vector<runner::RequestInput> prompts, const std::
   } catch (const dsl::ValidationError& e) {
     throw TraceError(std::string(e.what()));
   }
-  check_trace(ptrs, runner::LLMAccess::engine(llm).model_structure());
+  check_trace(ptrs, structure);
 
-  const uint64_t trace_id = g_next_trace.fetch_add(1);
   std::vector<runner::RequestInput> requests;
   for (size_t i = 0; i < prompts.size(); ++i) {
     TracePayload p;
@@ -79,8 +79,18 @@ TraceResult run(LLM& llm, std::vector<runner::RequestInput> prompts, const std::
     make_traced(in.params, p, trace_id, static_cast<int32_t>(i));
     requests.push_back(std::move(in));
   }
-  const uint64_t submitted_at = interrupt_count();
+  return requests;
+}
+
+namespace {
+
+// prompts[i] holds the text or the token ids of invoke i.
+TraceResult run(LLM& llm, std::vector<runner::RequestInput> prompts, const std::vector<GraphFile>& graphs,
+                const SamplingParams& params) {
   runner::AsyncEngine& engine = runner::LLMAccess::engine(llm);
+  std::vector<runner::RequestInput> requests =
+      prepare_graph_trace(engine.model_structure(), std::move(prompts), graphs, params, next_trace_id());
+  const uint64_t submitted_at = interrupt_count();
   return collect_trace_result(engine, engine.submit_group(std::move(requests)), submitted_at);
 }
 

@@ -11,6 +11,8 @@
 #include <nnsight/sampling_params.hpp>
 
 #include "front/tracing/graph_file.h"
+#include "runner/engine/engine.h"
+#include "runner/model_runner/model_structure.h"
 
 namespace nnsight::tracing {
 
@@ -22,6 +24,17 @@ namespace nnsight::tracing {
 // a failure while running throws TraceError with the engine's message.
 TraceResult run_graph_trace(LLM& llm, const std::vector<std::string>& prompts, const std::vector<GraphFile>& graphs,
                             const SamplingParams& params);
+// The requests such a trace submits, after every check (the graphs, their
+// save names, the schedule against `structure`): one per prompt, each carrying
+// its invoke's graph, with trace id `trace_id` (next_trace_id()). `prompts[i]`
+// holds prompt i's text or token ids. Throws TraceError.
+std::vector<runner::RequestInput> prepare_graph_trace(const runner::ModelStructure& structure,
+                                                      std::vector<runner::RequestInput> prompts,
+                                                      const std::vector<GraphFile>& graphs,
+                                                      const SamplingParams& params, uint64_t trace_id);
+// A trace id for graphs run as data (far from the ones LanguageModel counts
+// up from 1, so both may share an engine).
+uint64_t next_trace_id();
 // The same with tokenized prompts.
 TraceResult run_graph_trace(LLM& llm, const std::vector<std::vector<int32_t>>& prompt_token_ids,
                             const std::vector<GraphFile>& graphs, const SamplingParams& params);

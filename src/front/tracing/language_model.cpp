@@ -12,6 +12,8 @@
 #include "runner/engine/llm_access.h"
 #include "core/model_path.h"
 #include "core/weight_source.h"
+#include "front/remote/model_config_json.h"
+#include "front/remote/remote_model.h"
 #include "front/tracing/collect_trace_result.h"
 #include "front/tracing/interrupt.h"
 #include "front/tracing/trace_recorder.h"
@@ -22,12 +24,21 @@ namespace nnsight {
 struct LanguageModel::Impl {
   EngineArgs args;
   std::unique_ptr<LLM> llm;
+  // Set instead of llm when the model is served elsewhere (EngineArgs::remote).
+  std::unique_ptr<remote::RemoteModel> remote;
   std::atomic<uint64_t> next_trace{1};
   // The model file opened in this process for parameter(); opened on first use.
   std::mutex weights_mu;
   std::unique_ptr<WeightSource> weights;
 
-  const runner::ModelStructure& structure() const { return runner::LLMAccess::engine(*llm).model_structure(); }
+  const runner::ModelStructure& structure() const {
+    return remote ? remote->structure() : runner::LLMAccess::engine(*llm).model_structure();
+  }
+  LLM& local() const {
+    if (!llm)
+      throw Error("this LanguageModel runs on the server at " + args.remote() + "; it has no engine in this process");
+    return *llm;
+  }
 
   // Runs the body in this thread, recording; returns the requests to submit.
   std::vector<runner::RequestInput> record(bool implicit, bool has_prompt, const std::string& prompt,
@@ -49,6 +60,7 @@ struct LanguageModel::Impl {
   }
 
   TraceFuture submit(std::vector<runner::RequestInput> requests) {
+    if (remote) return remote->submit(requests);
     // Fulfilled on the engine's loop thread once every request of the trace is done.
     auto promise = std::make_shared<std::promise<TraceResult>>();
     std::future<TraceResult> future = promise->get_future();
@@ -99,12 +111,15 @@ TraceResult TraceFuture::get() {
 
 LanguageModel::LanguageModel(const EngineArgs& args) : impl_(std::make_unique<Impl>()) {
   impl_->args = args;
-  impl_->llm = std::make_unique<LLM>(args);
+  if (!args.remote().empty())
+    impl_->remote = std::make_unique<remote::RemoteModel>(args.remote(), args.api_key(), args.model());
+  else
+    impl_->llm = std::make_unique<LLM>(args);
 }
 
 LanguageModel::~LanguageModel() = default;
 
-LLM& LanguageModel::llm() { return *impl_->llm; }
+LLM& LanguageModel::llm() { return impl_->local(); }
 
 TraceResult LanguageModel::trace(const std::string& prompt, const SamplingParams& params, const Body& body,
                                  CallSite site) {
@@ -188,34 +203,18 @@ std::string LanguageModel::type_name(const std::string& path) const {
 }
 
 ModelConfigInfo LanguageModel::config() const {
-  const ModelConfig& c = runner::LLMAccess::engine(*impl_->llm).model_config();
-  ModelConfigInfo i;
-  i.architecture = c.architecture;
-  i.vocab_size = c.vocab_size;
-  i.hidden_size = c.hidden_size;
-  i.intermediate_size = c.intermediate_size;
-  i.num_layers = c.num_layers;
-  i.num_heads = c.num_heads;
-  i.num_kv_heads = c.num_kv_heads;
-  i.head_dim = c.head_dim;
-  i.max_position = c.max_position;
-  i.norm_eps = c.norm_eps;
-  i.rope_theta = c.rope_theta;
-  i.num_experts = c.num_experts;
-  i.num_experts_per_token = c.num_experts_per_token;
-  i.sliding_window = c.sliding_window;
-  i.final_logit_softcap = c.final_logit_softcap;
-  i.tie_word_embeddings = c.tie_word_embeddings;
-  return i;
+  if (impl_->remote) return remote::config_info_from_json(impl_->remote->config());
+  return remote::config_info(runner::LLMAccess::engine(impl_->local()).model_config());
 }
 
-std::string LanguageModel::architecture() const {
-  return runner::LLMAccess::engine(*impl_->llm).model_config().architecture;
-}
+std::string LanguageModel::architecture() const { return config().architecture; }
 
-int64_t LanguageModel::num_layers() const { return runner::LLMAccess::engine(*impl_->llm).model_config().num_layers; }
+int64_t LanguageModel::num_layers() const { return config().num_layers; }
 
 at::Tensor LanguageModel::parameter(const std::string& name) const {
+  if (impl_->remote)
+    throw Error("parameter('" + name + "'): the model is served at " + impl_->args.remote() +
+                " and its file is not in this process; run the module inside the trace instead (lm.envoy(path)(x))");
   std::lock_guard<std::mutex> lock(impl_->weights_mu);
   if (!impl_->weights) impl_->weights = open_weights(resolve_model_path(impl_->args.model()));
   const WeightSource& w = *impl_->weights;
@@ -237,10 +236,12 @@ at::Tensor LanguageModel::parameter(const std::string& name) const {
 }
 
 std::vector<int32_t> LanguageModel::encode(const std::string& text, bool add_special_tokens) const {
+  if (impl_->remote) return impl_->remote->encode(text, add_special_tokens);
   return impl_->llm->encode(text, add_special_tokens);
 }
 
 std::string LanguageModel::decode(const std::vector<int32_t>& ids, bool skip_special_tokens) const {
+  if (impl_->remote) return impl_->remote->decode(ids, skip_special_tokens);
   return impl_->llm->decode(ids, skip_special_tokens);
 }
 
