@@ -34,6 +34,12 @@ CHECKS = {
         'out[logits].size(0) == 1 && out[logits].size(1) == 49152',
         'lm.decode({static_cast<int32_t>(out[logits].argmax().item<int64_t>())}) == " Paris"',
     ],
+    "remote_notebook.md": [
+        'out.text() == " Paris"',
+        'out[logits].size(1) == 49152',
+        'lm.decode({static_cast<int32_t>(out[logits].argmax().item<int64_t>())}) == " Paris"',
+        'out[h].size(1) == 576',
+    ],
     "nnsight_tour.ipynb": [
         'out.text() == " Paris"',
         'lens.num_layers() == 30',

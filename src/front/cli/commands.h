@@ -8,5 +8,6 @@ int generate_command(int argc, char** argv);
 int bench_command(int argc, char** argv);
 int capture_read_command(int argc, char** argv);
 int trace_command(int argc, char** argv);
+int serve_command(int argc, char** argv);
 
 }  // namespace nnsight::cli

@@ -2,6 +2,7 @@
 //   nnsight generate --model M --prompt P [...]
 //   nnsight bench --model M --num-prompts N --input-len I --output-len O [...]
 //   nnsight trace --model M --prompt P --graph FILE.json --out saves.safetensors
+//   nnsight serve --model M [--port P] [--api-keys FILE]
 //   nnsight capture-read --engine-id ID [--rank R] [--request ID] [--since SEQ] [--follow]
 #include <cstdio>
 #include <cstring>
@@ -26,6 +27,7 @@ void usage() {
                "  trace      run intervention graphs written as JSON (docs/ir.md), save to safetensors\n"
                "  bench      measure prefill/decode throughput and latency\n"
                "  capture-read  print activations a running engine captures (docs/capture.md)\n"
+               "  serve      an HTTP model server: OpenAI completions and traces as data (docs/server.md)\n"
                "run 'nnsight <command> --help' for its options\n");
 }
 }  // namespace
@@ -41,7 +43,8 @@ int main(int argc, char** argv) {
   const std::pair<const char*, Command> commands[] = {{"generate", nnsight::cli::generate_command},
                                                       {"trace", nnsight::cli::trace_command},
                                                       {"bench", nnsight::cli::bench_command},
-                                                      {"capture-read", nnsight::cli::capture_read_command}};
+                                                      {"capture-read", nnsight::cli::capture_read_command},
+                                                      {"serve", nnsight::cli::serve_command}};
   CLI::App app{"nnsight"};
   app.set_help_flag();
   Command chosen = nullptr;

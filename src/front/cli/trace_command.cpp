@@ -1,17 +1,21 @@
 // nnsight trace: runs intervention graphs written in the JSON form
 // (docs/ir.md) on prompts and writes every saved value to a safetensors file.
 #include <cstdio>
+#include <fstream>
 #include <iostream>
 #include <stdexcept>
 
 #include <nlohmann/json.hpp>
+#include <nnsight/error.hpp>
 #include <nnsight/llm.hpp>
 
-#include "core/safetensors/safetensors_writer.h"
 #include "front/cli/cli_args.h"
 #include "front/cli/commands.h"
 #include "front/cli/engine_options.h"
 #include "front/tracing/graph_trace.h"
+#include "front/tracing/trace_result_file.h"
+#include "front/remote/http_client.h"
+#include "front/remote/sampling_params_json.h"
 
 namespace nnsight::cli {
 
@@ -28,36 +32,49 @@ const char* kHelp =
     "  --max-tokens N         tokens to generate (default 1)\n"
     "  --temperature T        0 = greedy (default 0)\n"
     "  --top-p P --top-k K --seed S --ignore-eos\n"
+    "  --remote URL           run it on an `nnsight serve` server (http://host:port) instead of\n"
+    "                         loading the model here; --api-key KEY (or NNSIGHT_API_KEY)\n"
     "Engine options:\n" NNSIGHT_ENGINE_OPTIONS_HELP
     "Prints the generated text on stdout, one line per prompt (newlines escaped as \\n).\n"
     "Errors in a graph name the node and its line:column in the JSON file.\n";
 
-// Every saved value as named tensors: lists become name.0, name.1, ...,
-// zero-padded to the widest index so the names sort in list order (name.00 ..
-// name.19); None elements are left out; numbers are 0-d tensors.
-std::vector<std::pair<std::string, at::Tensor>> flatten_saves(const TraceResult& result) {
-  std::vector<std::pair<std::string, at::Tensor>> out;
-  for (const auto& [name, v] : result.saves()) {
-    if (!v.is_list) {
-      if (v.tensor.defined()) out.emplace_back(name, v.tensor);
-      continue;
-    }
-    const size_t width = v.list.empty() ? 1 : std::to_string(v.list.size() - 1).size();
-    for (size_t i = 0; i < v.list.size(); ++i) {
-      if (!v.list[i].defined()) continue;
-      std::string index = std::to_string(i);
-      out.emplace_back(name + "." + std::string(width - index.size(), '0') + index, v.list[i]);
-    }
+// --remote URL: the same trace on a server (POST /v1/traces?wait=1), with the
+// files' own text and names so its messages point into them.
+int remote_trace(const CliArgs& args, const std::vector<std::string>& prompts,
+                 const std::vector<std::string>& graph_paths, const SamplingParams& params) {
+  nlohmann::json graphs = nlohmann::json::array(), names = nlohmann::json::array();
+  for (const auto& path : graph_paths) {
+    std::ifstream in(path, std::ios::binary);
+    graphs.push_back(std::string(std::istreambuf_iterator<char>(in), {}));
+    names.push_back(path);
   }
-  return out;
+  nlohmann::json body = {{"prompts", prompts},
+                         {"graphs", graphs},
+                         {"graph_names", names},
+                         {"sampling_params", remote::sampling_params_to_json(params)}};
+  if (args.has("model")) body["model"] = args.get("model");
+  std::string key = args.get("api-key");
+  if (key.empty())
+    if (const char* env = std::getenv("NNSIGHT_API_KEY")) key = env;
+  remote::HttpClient http(args.get("remote"), key);
+  remote::HttpResult r = http.request("POST", "/v1/traces?wait=1", body.dump());
+  if (r.status != 200) throw Error(remote::error_message(r));
+  TraceResult result = tracing::decode_trace_result(r.body, "the server's answer");
+  std::ofstream out(args.get("out"), std::ios::binary);
+  out.write(r.body.data(), static_cast<std::streamsize>(r.body.size()));
+  if (!out) throw Error("cannot write '" + args.get("out") + "'");
+  for (const auto& o : result.outputs()) std::cout << escape_newlines(o.text) << "\n";
+  std::cout.flush();
+  return 0;
 }
+
 }  // namespace
 
 int trace_command(int argc, char** argv) {
   std::vector<std::string> flags = {"ignore-eos", "help"};
   for (const auto& f : engine_flag_names()) flags.push_back(f);
-  std::vector<std::string> known = {"model", "prompt", "graph", "out",        "max-tokens", "temperature",
-                                    "top-p", "top-k",  "seed",  "ignore-eos", "help"};
+  std::vector<std::string> known = {"model", "prompt", "graph",      "out",  "max-tokens", "temperature", "top-p",
+                                    "top-k", "seed",   "ignore-eos", "help", "remote",     "api-key"};
   for (const auto& o : engine_option_names()) known.push_back(o);
   for (const auto& f : engine_flag_names()) known.push_back(f);
   CliArgs args(argc, argv, 2, flags, known);
@@ -90,16 +107,11 @@ int trace_command(int argc, char** argv) {
     tracing::validate_graph_file(graphs.back());
   }
 
+  if (args.has("remote")) return remote_trace(args, prompts, graph_paths, params);
   LLM llm(engine_args_from(args));
   TraceResult result = tracing::run_graph_trace(llm, prompts, graphs, params);
 
-  nlohmann::json texts = nlohmann::json::array();
-  for (const auto& o : result.outputs()) texts.push_back(o.text);
-  write_safetensors(
-      args.get("out"), flatten_saves(result),
-      {{"format", "nnsight.trace"},
-       {"prompts", nlohmann::json(prompts).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)},
-       {"texts", texts.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)}});
+  tracing::write_trace_result(args.get("out"), result, prompts);
   for (const auto& o : result.outputs()) std::cout << escape_newlines(o.text) << "\n";
   std::cout.flush();
   return 0;

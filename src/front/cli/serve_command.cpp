@@ -1,0 +1,102 @@
+// nnsight serve: the model server (src/server/model_server.h, docs/server.md).
+#include <csignal>
+#include <cstdio>
+#include <iostream>
+#include <stdexcept>
+
+#include <unistd.h>
+
+#include "front/cli/cli_args.h"
+#include "front/cli/commands.h"
+#include "front/cli/engine_options.h"
+#include "server/model_server.h"
+
+namespace nnsight::cli {
+
+namespace {
+const char* kHelp =
+    "usage: nnsight serve --model NAME|PATH [--host H] [--port P] [--api-keys FILE] [options]\n"
+    "  --host H               address to listen on (default 127.0.0.1)\n"
+    "  --port P               port (default 8000; 0 = any free one, printed on stdout)\n"
+    "  --api-keys FILE        'tenant:key' or 'tenant:sha256:<hex>' per line; without it, no\n"
+    "                         authentication (docs/server.md)\n"
+    "  --served-model-name N  the model id clients use (default: the --model value)\n"
+    "  --replicas N           engines behind the server (default 1)\n"
+    "  --replica-worker-addresses 'H:P,H:P;H:P,H:P'   workers started by hand, per replica\n"
+    "Limits per API key:\n"
+    "  --max-concurrent-traces N (8)   --max-queued-traces N (64)   --tokens-per-minute N (0 = off)\n"
+    "Limits per request:\n"
+    "  --max-saved-mb N (256)   --max-trace-seconds S (600)   --max-body-mb N (64)\n"
+    "  --intervention-memory-mb N   (an engine option: each traced request's working memory)\n"
+    "Server:\n"
+    "  --max-connections N (512)   --read-timeout S (30)\n"
+    "  --retention-s S (3600)   --max-retained-mb N (1024)   (saves kept until fetched)\n"
+    "Engine options:\n" NNSIGHT_ENGINE_OPTIONS_HELP;
+
+volatile std::sig_atomic_t g_stop = 0;
+}  // namespace
+
+int serve_command(int argc, char** argv) {
+  std::vector<std::string> flags = {"help"};
+  for (const auto& f : engine_flag_names()) flags.push_back(f);
+  std::vector<std::string> known = {"model",
+                                    "host",
+                                    "port",
+                                    "api-keys",
+                                    "served-model-name",
+                                    "replicas",
+                                    "replica-worker-addresses",
+                                    "max-concurrent-traces",
+                                    "max-queued-traces",
+                                    "tokens-per-minute",
+                                    "max-saved-mb",
+                                    "max-trace-seconds",
+                                    "max-body-mb",
+                                    "max-connections",
+                                    "read-timeout",
+                                    "retention-s",
+                                    "max-retained-mb",
+                                    "help"};
+  for (const auto& o : engine_option_names()) known.push_back(o);
+  for (const auto& f : engine_flag_names()) known.push_back(f);
+  CliArgs args(argc, argv, 2, flags, known);
+  if (args.has("help")) {
+    std::fputs(kHelp, stdout);
+    return 0;
+  }
+  server::ServeOptions o;
+  o.engine = engine_args_from(args);
+  o.host = args.get("host", o.host);
+  o.port = static_cast<int>(args.get_int("port", o.port));
+  if (o.port < 0 || o.port > 65535) throw std::invalid_argument("--port must be 0 to 65535");
+  o.api_keys_file = args.get("api-keys");
+  o.served_model_name = args.get("served-model-name");
+  o.replicas = args.get_int("replicas", 1);
+  o.replica_worker_addresses = args.get("replica-worker-addresses");
+  o.limits.max_concurrent_traces = args.get_int("max-concurrent-traces", o.limits.max_concurrent_traces);
+  o.limits.max_queued_traces = args.get_int("max-queued-traces", o.limits.max_queued_traces);
+  o.limits.max_tokens_per_minute = args.get_int("tokens-per-minute", 0);
+  o.limits.max_saved_bytes = args.get_int("max-saved-mb", 256) << 20;
+  o.limits.max_trace_seconds = args.get_double("max-trace-seconds", o.limits.max_trace_seconds);
+  o.max_body_bytes = static_cast<size_t>(args.get_int("max-body-mb", 64)) << 20;
+  o.max_connections = static_cast<size_t>(args.get_int("max-connections", 512));
+  o.read_timeout_s = args.get_double("read-timeout", o.read_timeout_s);
+  o.retention_s = args.get_double("retention-s", o.retention_s);
+  o.max_retained_bytes = args.get_int("max-retained-mb", 1024) << 20;
+  if (o.limits.max_concurrent_traces < 1 || o.limits.max_queued_traces < 0 || o.limits.max_saved_bytes <= 0 ||
+      o.limits.max_trace_seconds <= 0 || o.max_body_bytes == 0 || o.max_connections == 0 || o.read_timeout_s <= 0 ||
+      o.retention_s <= 0 || o.max_retained_bytes <= 0)
+    throw std::invalid_argument("limits must be positive (--max-queued-traces may be 0)");
+
+  // SIGINT/SIGTERM stop the server cleanly: running traces are cancelled.
+  std::signal(SIGINT, [](int) { g_stop = 1; });
+  std::signal(SIGTERM, [](int) { g_stop = 1; });
+  server::ModelServer srv(o);
+  std::cout << "nnsight serve: listening on http://" << o.host << ":" << srv.port() << std::endl;
+  while (!g_stop) ::usleep(100 * 1000);
+  std::cerr << "nnsight serve: stopping" << std::endl;
+  srv.stop();
+  return 0;
+}
+
+}  // namespace nnsight::cli

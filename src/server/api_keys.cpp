@@ -1,0 +1,82 @@
+#include "server/api_keys.h"
+
+#include <openssl/crypto.h>
+#include <openssl/sha.h>
+
+#include <fstream>
+#include <set>
+
+#include <nnsight/error.hpp>
+
+namespace nnsight::server {
+namespace {
+
+std::string sha256(const std::string& text) {
+  unsigned char d[SHA256_DIGEST_LENGTH];
+  SHA256(reinterpret_cast<const unsigned char*>(text.data()), text.size(), d);
+  return std::string(reinterpret_cast<const char*>(d), sizeof d);
+}
+
+std::string trim(const std::string& s) {
+  const size_t a = s.find_first_not_of(" \t\r");
+  if (a == std::string::npos) return "";
+  return s.substr(a, s.find_last_not_of(" \t\r") - a + 1);
+}
+
+}  // namespace
+
+std::string ApiKeys::sha256_hex(const std::string& text) {
+  static const char* hex = "0123456789abcdef";
+  std::string out;
+  for (unsigned char c : sha256(text)) {
+    out += hex[c >> 4];
+    out += hex[c & 15];
+  }
+  return out;
+}
+
+ApiKeys ApiKeys::load(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw ConfigError("--api-keys: cannot read '" + path + "'");
+  ApiKeys keys;
+  std::set<std::string> names;
+  std::string line;
+  for (int n = 1; std::getline(in, line); ++n) {
+    line = trim(line);
+    if (line.empty() || line[0] == '#') continue;
+    const std::string where = path + ":" + std::to_string(n);
+    const size_t colon = line.find(':');
+    if (colon == std::string::npos || colon == 0 || colon + 1 == line.size())
+      throw ConfigError(where + ": expected 'tenant:key' or 'tenant:sha256:<64 hex digits>'");
+    Entry e;
+    e.tenant = trim(line.substr(0, colon));
+    const std::string rest = trim(line.substr(colon + 1));
+    if (rest.rfind("sha256:", 0) == 0) {
+      const std::string hex = rest.substr(7);
+      if (hex.size() != 64 || hex.find_first_not_of("0123456789abcdefABCDEF") != std::string::npos)
+        throw ConfigError(where + ": a sha256: entry needs 64 hex digits");
+      for (size_t i = 0; i < 64; i += 2) e.digest += static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16));
+    } else {
+      if (rest.size() < 16) throw ConfigError(where + ": the key of '" + e.tenant + "' is shorter than 16 characters");
+      e.digest = sha256(rest);
+    }
+    if (!names.insert(e.tenant).second) throw ConfigError(where + ": tenant '" + e.tenant + "' appears twice");
+    keys.entries_.push_back(std::move(e));
+  }
+  if (keys.entries_.empty()) throw ConfigError("--api-keys: '" + path + "' holds no key");
+  return keys;
+}
+
+std::optional<std::string> ApiKeys::tenant(const std::string& authorization) const {
+  if (!enabled()) return std::string("anonymous");
+  const std::string prefix = "Bearer ";
+  if (authorization.size() <= prefix.size() || authorization.compare(0, prefix.size(), prefix) != 0)
+    return std::nullopt;
+  const std::string digest = sha256(trim(authorization.substr(prefix.size())));
+  std::optional<std::string> found;
+  for (const auto& e : entries_)  // every entry is compared: the time does not tell which matched
+    if (CRYPTO_memcmp(e.digest.data(), digest.data(), digest.size()) == 0) found = e.tenant;
+  return found;
+}
+
+}  // namespace nnsight::server

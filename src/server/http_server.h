@@ -1,0 +1,93 @@
+// HttpServer: HTTP/1.1 on one TCP port (Boost.Beast, synchronous, one thread
+// per connection up to a cap). It reads a request's headers first and asks
+// the handler whether to accept it -- authentication and the body-size limit
+// are decided before the body is read -- then reads the body (bounded) and
+// hands the request to the handler, which answers whole or streams.
+//
+// Slow and idle clients cannot hold threads: a reaper shuts down connections
+// that stay silent past the read timeout while a request is being read.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace nnsight::server {
+
+struct HttpRequest {
+  std::string method;                          // "GET", "POST", ...
+  std::string path;                            // "/v1/traces/abc" (no query)
+  std::map<std::string, std::string> query;    // "?wait=1" -> {"wait": "1"}
+  std::map<std::string, std::string> headers;  // names lower-case
+  std::string body;
+  std::string remote;  // "127.0.0.1:51234"
+
+  std::string header(const std::string& lower_name) const;
+};
+
+struct HttpResponse {
+  int status = 200;
+  std::string content_type = "application/json";
+  std::string body;
+  std::vector<std::pair<std::string, std::string>> headers;
+};
+
+// What a handler answers with. send() once, or start_stream() then write()s.
+class HttpResponder {
+ public:
+  virtual ~HttpResponder() = default;
+  virtual void send(const HttpResponse& response) = 0;
+  // Sends the status line and headers of a response whose body ends when the
+  // connection closes (server-sent events, long downloads).
+  virtual bool start_stream(int status, const std::string& content_type) = 0;
+  // False once the client is gone.
+  virtual bool write(const std::string& data) = 0;
+  // Whether the client closed its side (checked without blocking).
+  virtual bool client_gone() = 0;
+};
+
+struct HttpServerOptions {
+  std::string host = "127.0.0.1";  // address to listen on
+  int port = 8000;                 // 0 = any free port (see HttpServer::port())
+  size_t max_connections = 512;    // more at once are answered 503
+  size_t max_header_bytes = 16 << 10;
+  size_t max_body_bytes = 64 << 20;  // larger bodies are refused (413) before they are read
+  double read_timeout_s = 30;        // a request must arrive within this
+};
+
+class HttpServer {
+ public:
+  // Called after the headers (body empty): an answer refuses the request
+  // before its body is read; nullopt reads the body and calls the handler.
+  using Precheck = std::function<std::optional<HttpResponse>(const HttpRequest&)>;
+  using Handler = std::function<void(const HttpRequest&, HttpResponder&)>;
+
+  HttpServer(HttpServerOptions options, Precheck precheck, Handler handler);
+  ~HttpServer();  // stop()
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
+
+  // Binds and starts accepting in a background thread. Throws nnsight::Error
+  // when the address cannot be bound.
+  void start();
+  // Stops accepting, closes every connection and joins their threads.
+  void stop();
+  int port() const { return port_; }
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  int port_ = 0;
+};
+
+// A JSON error body in the OpenAI shape: {"error": {"message", "type", "code"}}.
+HttpResponse json_error(int status, const std::string& message, const std::string& type = "");
+
+}  // namespace nnsight::server

@@ -1,0 +1,371 @@
+// nnsight serve on the default model, in this process on a free port: the
+// OpenAI endpoint, traces as data, the remote LanguageModel, keys, limits and
+// cancellation. (The official Python client is tested by
+// tests/server/openai_client_test.py.)
+#include <gtest/gtest.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <signal.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+#include <nnsight/nnsight.hpp>
+
+#include "front/remote/http_client.h"
+#include "front/tracing/graph_file.h"
+#include "front/tracing/graph_trace.h"
+#include "front/tracing/trace_result_file.h"
+#include "server/api_keys.h"
+#include "server/model_server.h"
+#include "support/real_model.h"
+#include "support/scratch_dir.h"
+
+namespace nnsight {
+namespace {
+
+using nlohmann::json;
+const char* kAlice = "sk-alice-0123456789abcdef";
+const char* kBob = "sk-bob-0123456789abcdef0";
+const char* kEiffel = "The Eiffel Tower is located in the city of";
+
+struct Shared {
+  testing::ScratchDir dir;
+  std::unique_ptr<server::ModelServer> srv;
+  std::string url;
+  Shared() {
+    server::ServeOptions o;
+    o.engine = EngineArgs().model(testing::default_model_path()).show_progress(false);
+    o.served_model_name = "smollm2-135m";
+    o.port = 0;
+    o.api_keys_file =
+        dir.write("keys", std::string("alice:") + kAlice + "\nbob:sha256:" + server::ApiKeys::sha256_hex(kBob) + "\n");
+    o.limits.max_concurrent_traces = 2;
+    o.limits.max_queued_traces = 2;
+    o.limits.max_saved_bytes = 4 << 20;
+    o.limits.max_trace_seconds = 8;
+    srv = std::make_unique<server::ModelServer>(o);
+    url = "http://127.0.0.1:" + std::to_string(srv->port());
+  }
+};
+
+Shared& shared() {
+  static Shared* s = new Shared();
+  return *s;
+}
+
+remote::HttpResult call(const std::string& method, const std::string& target, const json& body = nullptr,
+                        const std::string& key = kAlice) {
+  remote::HttpClient c(shared().url, key);
+  return c.request(method, target, body.is_null() ? "" : body.dump());
+}
+
+json ok_json(const remote::HttpResult& r) {
+  EXPECT_EQ(r.status, 200) << r.body;
+  return json::parse(r.body);
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+TEST(RealModelServer, HealthModelsAndStructure) {
+  EXPECT_EQ(call("GET", "/health", nullptr, "").status, 200);
+  json models = ok_json(call("GET", "/v1/models"));
+  EXPECT_EQ(models["object"], "list");
+  EXPECT_EQ(models["data"][0]["id"], "smollm2-135m");
+  json s = ok_json(call("GET", "/v1/models/smollm2-135m/structure"));
+  EXPECT_EQ(s["config"]["num_layers"], 30);
+  EXPECT_EQ(s["config"]["hidden_size"], 576);
+  bool found = false;
+  for (const auto& m : s["modules"]) found = found || m["path"] == "model.layers.5.mlp";
+  EXPECT_TRUE(found);
+  EXPECT_EQ(call("GET", "/v1/models/other/structure").status, 404);
+  EXPECT_EQ(call("GET", "/v1/nothing").status, 404);
+}
+
+TEST(RealModelServer, CompletionSaysParis) {
+  json r = ok_json(call("POST", "/v1/completions",
+                        {{"model", "smollm2-135m"}, {"prompt", kEiffel}, {"max_tokens", 1}, {"temperature", 0}}));
+  EXPECT_EQ(r["object"], "text_completion");
+  EXPECT_EQ(r["choices"][0]["text"], " Paris");
+  EXPECT_EQ(r["choices"][0]["finish_reason"], "length");
+  EXPECT_EQ(r["usage"]["completion_tokens"], 1);
+  // Streamed: the same text arrives as server-sent events.
+  remote::HttpResult s =
+      call("POST", "/v1/completions", {{"prompt", kEiffel}, {"max_tokens", 3}, {"temperature", 0}, {"stream", true}});
+  EXPECT_EQ(s.status, 200);
+  EXPECT_NE(s.body.find("data: [DONE]"), std::string::npos) << s.body;
+  EXPECT_NE(s.body.find("\" Paris\""), std::string::npos) << s.body;
+  // Fields the engine does not implement are refused, by name.
+  remote::HttpResult bad = call("POST", "/v1/completions", {{"prompt", "x"}, {"n", 2}});
+  EXPECT_EQ(bad.status, 400);
+  EXPECT_NE(bad.body.find("'n': not implemented"), std::string::npos) << bad.body;
+  EXPECT_EQ(call("POST", "/v1/completions", {{"prompt", "x"}, {"frequency_penalty", 0.5}}).status, 400);
+  EXPECT_EQ(call("POST", "/v1/completions", {{"prompt", "x"}, {"model", "gpt-4"}}).status, 404);
+}
+
+TEST(RealModelServer, KeysAndTenants) {
+  EXPECT_EQ(call("GET", "/v1/models", nullptr, "").status, 401);
+  EXPECT_EQ(call("GET", "/v1/models", nullptr, "sk-wrong-0123456789abcdef").status, 401);
+  EXPECT_EQ(call("GET", "/v1/models", nullptr, kBob).status, 200);
+  json graph = json::parse(read_text(std::string(NNSIGHT_SOURCE_DIR) + "/tests/data/cli/ablate_mlp.json"));
+  remote::HttpResult posted = call("POST", "/v1/traces", {{"prompts", {kEiffel}}, {"graphs", {graph}}});
+  ASSERT_EQ(posted.status, 202) << posted.body;
+  const std::string id = json::parse(posted.body)["id"];
+  // Another key sees nothing of it.
+  EXPECT_EQ(call("GET", "/v1/traces/" + id, nullptr, kBob).status, 404);
+  EXPECT_EQ(call("GET", "/v1/traces/" + id + "/saves?wait=1", nullptr, kBob).status, 404);
+  EXPECT_EQ(call("DELETE", "/v1/traces/" + id, nullptr, kBob).status, 404);
+  remote::HttpResult saves = call("GET", "/v1/traces/" + id + "/saves?wait=1");
+  EXPECT_EQ(saves.status, 200);
+  json st = ok_json(call("GET", "/v1/traces/" + id));
+  EXPECT_EQ(st["state"], "done");
+  EXPECT_EQ(st["step"], 1);
+  // Fetched saves are released.
+  EXPECT_EQ(call("GET", "/v1/traces/" + id + "/saves").status, 410);
+}
+
+TEST(RealModelServer, JsonTraceEqualsTheLocalGraphTrace) {
+  const std::string path = std::string(NNSIGHT_SOURCE_DIR) + "/tests/data/cli/logit_lens.json";
+  const std::string text = read_text(path);
+  remote::HttpResult r = call("POST", "/v1/traces?wait=1",
+                              {{"prompts", {kEiffel}}, {"graphs", {text}}, {"graph_names", {"logit_lens.json"}}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  // The same trace in this process, written the way `nnsight trace` writes it.
+  LLM local(EngineArgs().model(testing::default_model_path()).show_progress(false));
+  std::vector<tracing::GraphFile> graphs{tracing::parse_graph_file("logit_lens.json", text)};
+  TraceResult mine = tracing::run_graph_trace(local, std::vector<std::string>{kEiffel}, graphs,
+                                              SamplingParams().temperature(0).max_tokens(1));
+  EXPECT_EQ(r.body, tracing::encode_trace_result(mine, {kEiffel}));
+  TraceResult theirs = tracing::decode_trace_result(r.body, "answer");
+  EXPECT_EQ(theirs.output().text, " Paris");
+}
+
+TEST(RealModelServer, StaticErrorsComeBackWithTheirPlace) {
+  const std::string text = read_text(std::string(NNSIGHT_SOURCE_DIR) + "/tests/data/cli/bad_reference.json");
+  remote::HttpResult r =
+      call("POST", "/v1/traces", {{"prompts", {"hi"}}, {"graphs", {text}}, {"graph_names", {"bad.json"}}});
+  EXPECT_EQ(r.status, 400);
+  EXPECT_NE(r.body.find("bad.json:"), std::string::npos) << r.body;
+  json unknown = {
+      {"nodes",
+       {{{"kind", "get"}, {"key", "model.layers.5.mpl.output"}}, {{"kind", "save"}, {"name", "x"}, {"args", {0}}}}}};
+  r = call("POST", "/v1/traces", {{"prompts", {"hi"}}, {"graphs", {unknown}}});
+  EXPECT_EQ(r.status, 400);
+  EXPECT_NE(r.body.find("did you mean"), std::string::npos) << r.body;
+  EXPECT_EQ(call("POST", "/v1/traces", json::parse("{\"prompts\": [\"hi\"]}")).status, 400);
+  EXPECT_EQ(call("POST", "/v1/traces", {{"invokes", {{{"prompt", "hi"}, {"payload", "AAAA"}}}}}).status, 400);
+  EXPECT_EQ(call("POST", "/v1/traces", {{"prompts", {"hi"}}, {"graphs", {unknown}}, {"extra", 1}}).status, 400);
+}
+
+TEST(RealModelServer, RemoteLanguageModelEqualsInProcessBitForBit) {
+  auto body = [](LanguageModel& lm, Saved& h, Saved& logits) {
+    return [&lm, &h, &logits](Tracer&) {
+      auto mlp = lm.envoy("model.layers.20.mlp");
+      mlp.output() = mlp.output() * 0;
+      h = lm.envoy("model.layers.25").output().save();
+      logits = lm.logits().save();
+    };
+  };
+  LanguageModel remote_lm(EngineArgs().remote(shared().url).api_key(kAlice));
+  LanguageModel local_lm(EngineArgs().model(testing::default_model_path()).show_progress(false));
+  Saved h1, l1, h2, l2;
+  TraceResult there = remote_lm.trace(kEiffel, SamplingParams().temperature(0).max_tokens(2), body(remote_lm, h1, l1));
+  TraceResult here = local_lm.trace(kEiffel, SamplingParams().temperature(0).max_tokens(2), body(local_lm, h2, l2));
+  EXPECT_TRUE(there[h1].equal(here[h2]));
+  EXPECT_TRUE(there[l1].equal(here[l2]));
+  EXPECT_EQ(there.output().token_ids, here.output().token_ids);
+  EXPECT_EQ(there.text(), here.text());
+  // Static checks run in the client, against the server's structure.
+  EXPECT_THROW(remote_lm.envoy("model.layers.5.mpl"), TraceError);
+  EXPECT_EQ(remote_lm.config().num_layers, 30);
+  EXPECT_EQ(remote_lm.encode("Paris"), local_lm.encode("Paris"));
+  EXPECT_THROW(remote_lm.parameter("model.norm.weight"), Error);
+  // A wrong key is refused at construction.
+  EXPECT_THROW(LanguageModel(EngineArgs().remote(shared().url).api_key("sk-wrong-0123456789abc")), Error);
+}
+
+TEST(RealModelServer, LimitsOnSavesWallTimeAndQueue) {
+  // Saves over 4 MiB: every layer's output over a long prompt.
+  json nodes = json::array();
+  for (int layer = 0; layer < 30; ++layer) {
+    nodes.push_back({{"kind", "get"}, {"key", "model.layers." + std::to_string(layer) + ".output"}});
+    nodes.push_back({{"kind", "save"}, {"name", "l" + std::to_string(layer)}, {"args", {2 * layer}}});
+  }
+  std::string prompt;
+  for (int i = 0; i < 100; ++i) prompt += "The Eiffel Tower is in Paris. ";
+  remote::HttpResult r = call("POST", "/v1/traces?wait=1", {{"prompts", {prompt}}, {"graphs", {{{"nodes", nodes}}}}});
+  EXPECT_EQ(r.status, 413);
+  EXPECT_NE(r.body.find("saved bytes limit"), std::string::npos) << r.body;
+
+  // Wall time: 8 s allowed; a generation of 4000 tokens takes far longer.
+  json logits = {{"nodes", {{{"kind", "get"}, {"key", "logits"}}, {{"kind", "save"}, {"name", "l"}, {"args", {0}}}}}};
+  json long_run = {{"prompts", {"Once upon a time"}},
+                   {"graphs", {logits}},
+                   {"sampling_params", {{"max_tokens", 4000}, {"ignore_eos", true}}}};
+  // Two run, two wait, the fifth is refused (limits 2 and 2).
+  std::vector<std::string> ids;
+  for (int i = 0; i < 4; ++i) {
+    remote::HttpResult p = call("POST", "/v1/traces", long_run);
+    ASSERT_EQ(p.status, 202) << p.body;
+    ids.push_back(json::parse(p.body)["id"]);
+  }
+  remote::HttpResult over = call("POST", "/v1/traces", long_run);
+  EXPECT_EQ(over.status, 429);
+  EXPECT_NE(over.body.find("queued traces limit"), std::string::npos) << over.body;
+  // Another key is not held up.
+  EXPECT_EQ(call("POST", "/v1/completions", {{"prompt", kEiffel}, {"max_tokens", 1}, {"temperature", 0}}, kBob).status,
+            200);
+  // Progress is visible while it runs.
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  json st = ok_json(call("GET", "/v1/traces/" + ids[0]));
+  EXPECT_EQ(st["state"], "running");
+  EXPECT_GT(st["step"].get<int64_t>(), 0);
+  EXPECT_EQ(ok_json(call("GET", "/v1/traces/" + ids[3]))["state"], "queued");
+  // Cancel the queued ones and one running; the other hits the wall-time limit.
+  ok_json(call("DELETE", "/v1/traces/" + ids[3]));
+  ok_json(call("DELETE", "/v1/traces/" + ids[2]));
+  ok_json(call("DELETE", "/v1/traces/" + ids[1]));
+  EXPECT_EQ(call("GET", "/v1/traces/" + ids[3] + "/saves?wait=1").status, 499);
+  EXPECT_EQ(call("GET", "/v1/traces/" + ids[1] + "/saves?wait=1").status, 499);
+  remote::HttpResult timed = call("GET", "/v1/traces/" + ids[0] + "/saves?wait=1");
+  EXPECT_EQ(timed.status, 422);
+  EXPECT_NE(timed.body.find("wall time limit"), std::string::npos) << timed.body;
+}
+
+TEST(RealModelServer, ClientThatLeavesCancelsItsTrace) {
+  json logits = {{"nodes", {{{"kind", "get"}, {"key", "logits"}}, {{"kind", "save"}, {"name", "l"}, {"args", {0}}}}}};
+  const std::string body = json{{"prompts", {"Once upon a time"}},
+                                {"graphs", {logits}},
+                                {"sampling_params", {{"max_tokens", 4000}, {"ignore_eos", true}}}}
+                               .dump();
+  const int port = std::stoi(shared().url.substr(shared().url.rfind(':') + 1));
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  const std::string req = "POST /v1/traces?wait=1 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + std::string(kBob) +
+                          "\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
+                          "\r\n\r\n" + body;
+  ::send(fd, req.data(), req.size(), MSG_NOSIGNAL);
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  ::close(fd);
+  // The server sees the client leave within its 50 ms poll and cancels.
+  json newest;
+  for (int i = 0; i < 100; ++i) {
+    newest = ok_json(call("GET", "/v1/traces", nullptr, kBob))["data"][0];
+    if (newest["state"] == "cancelled") break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_EQ(newest["state"], "cancelled") << newest.dump();
+  EXPECT_LT(newest["step"].get<int64_t>(), 4000);
+}
+
+// The worker processes this process started (nnsight-worker children).
+std::vector<pid_t> worker_children() {
+  std::vector<pid_t> out;
+  for (const auto& e : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = e.path().filename();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream stat(e.path() / "stat");
+    std::string line;
+    std::getline(stat, line);
+    const size_t close = line.rfind(')');
+    if (close == std::string::npos || line.find("(nnsight-worker") == std::string::npos) continue;
+    std::istringstream rest(line.substr(close + 2));
+    char state;
+    pid_t ppid;
+    rest >> state >> ppid;
+    if (ppid == ::getpid()) out.push_back(std::stoi(name));
+  }
+  return out;
+}
+
+TEST(RealModelServer, ReplicasShareTheLoadAndAKilledWorkerFailsOnlyItsReplicasTraces) {
+  server::ServeOptions o;
+  o.engine = EngineArgs().model(testing::default_model_path()).show_progress(false).executor("mp");
+  o.served_model_name = "smollm2-135m";
+  o.port = 0;
+  o.replicas = 2;
+  o.retention_s = 2;
+  o.max_retained_bytes = 300 << 10;  // one logits save (192 KiB) fits, two do not
+  server::ModelServer srv(o);
+  remote::HttpClient c("http://127.0.0.1:" + std::to_string(srv.port()), "");
+  EXPECT_EQ(json::parse(c.request("GET", "/v1/models").body)["data"][0]["replicas"], 2);
+  json logits = {{"nodes", {{{"kind", "get"}, {"key", "logits"}}, {{"kind", "save"}, {"name", "l"}, {"args", {0}}}}}};
+  json long_run = {{"prompts", {"Once upon a time"}},
+                   {"graphs", {logits}},
+                   {"sampling_params", {{"max_tokens", 4000}, {"ignore_eos", true}}}};
+  // Four long traces: two on each replica (the fewest outstanding requests wins).
+  std::vector<std::string> ids;
+  for (int i = 0; i < 4; ++i) ids.push_back(json::parse(c.request("POST", "/v1/traces", long_run.dump()).body)["id"]);
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  std::vector<pid_t> workers = worker_children();
+  ASSERT_EQ(workers.size(), 2u);
+  ::kill(workers[0], SIGKILL);
+  // The killed replica's two traces fail naming the worker; the other two run on.
+  int failed = 0;
+  std::vector<std::string> alive;
+  for (int round = 0; round < 200 && failed < 2; ++round) {
+    failed = 0;
+    alive.clear();
+    for (const auto& id : ids) {
+      json st = json::parse(c.request("GET", "/v1/traces/" + id).body);
+      if (st["state"] == "failed") {
+        ++failed;
+        EXPECT_NE(st["error"].get<std::string>().find("worker"), std::string::npos) << st.dump();
+      } else {
+        alive.push_back(id);
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_EQ(failed, 2);
+  ASSERT_EQ(alive.size(), 2u);
+  for (const auto& id : alive) {
+    json st = json::parse(c.request("GET", "/v1/traces/" + id).body);
+    EXPECT_EQ(st["state"], "running") << st.dump();
+    c.request("DELETE", "/v1/traces/" + id);
+  }
+  // Later traces are served, by both replicas (the failed one restarted its worker).
+  json lens = json::parse(read_text(std::string(NNSIGHT_SOURCE_DIR) + "/tests/data/cli/logit_lens.json"));
+  for (int i = 0; i < 2; ++i) {
+    remote::HttpResult r =
+        c.request("POST", "/v1/traces?wait=1", json{{"prompts", {kEiffel}}, {"graphs", {lens}}}.dump());
+    ASSERT_EQ(r.status, 200) << r.body;
+    EXPECT_EQ(tracing::decode_trace_result(r.body, "after").output().text, " Paris");
+  }
+  EXPECT_EQ(worker_children().size(), 2u);
+
+  // Kept saves are bounded: the second unfetched result pushes out the first,
+  // and the retention time releases the rest.
+  json short_run = {{"prompts", {kEiffel}}, {"graphs", {logits}}};
+  const std::string first = json::parse(c.request("POST", "/v1/traces", short_run.dump()).body)["id"];
+  while (json::parse(c.request("GET", "/v1/traces/" + first).body)["state"] != "done")
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  const std::string second = json::parse(c.request("POST", "/v1/traces", short_run.dump()).body)["id"];
+  while (json::parse(c.request("GET", "/v1/traces/" + second).body)["state"] != "done")
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  remote::HttpResult gone = c.request("GET", "/v1/traces/" + first + "/saves");
+  EXPECT_EQ(gone.status, 410);
+  EXPECT_NE(gone.body.find("make room"), std::string::npos) << gone.body;
+  std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+  gone = c.request("GET", "/v1/traces/" + second + "/saves");
+  EXPECT_EQ(gone.status, 410);
+  EXPECT_NE(gone.body.find("unfetched"), std::string::npos) << gone.body;
+}
+
+}  // namespace
+}  // namespace nnsight
