@@ -15,11 +15,17 @@
 namespace nnsight::tracing {
 
 // `graphs` holds one graph for every prompt, or one graph that every prompt
-// runs. A shared graph run by several prompts saves under "<prompt index>/<name>"
+// runs, or graphs that name their "prompts" (GraphFile::prompts): graph i is
+// then invoke i over those prompts, every prompt in exactly one graph. The
+// outputs are in prompt order. A shared graph run by several prompts saves under "<prompt index>/<name>"
 // (e.g. "1/h"); otherwise a save keeps its name. Each graph's invoke index is
 // set to its prompt's. Graphs are validated and checked against the model
 // before anything runs (TraceError naming the node's place in its file);
 // a failure while running throws TraceError with the engine's message.
+// The prompts of each invoke (see above); TraceError when the graphs and the
+// number of prompts do not fit together.
+std::vector<std::vector<size_t>> invoke_prompts(const std::vector<GraphFile>& graphs, size_t num_prompts);
+
 TraceResult run_graph_trace(LLM& llm, const std::vector<std::string>& prompts, const std::vector<GraphFile>& graphs,
                             const SamplingParams& params);
 // The same with tokenized prompts.
