@@ -111,9 +111,9 @@ TEST_F(MultiPromptInvoke, PromptsFinishAtTheirOwnSteps) {
   auto out = lm_->trace(greedy(6).stop_token_ids({stop}), [&](Tracer& t) {
     t.invoke({kA, kB}, [&] {
       t.all([&](const Step&) {
-        samples = lm_->samples().save_each();
-        logits = lm_->logits().save_each();
         layer = lm_->envoy("model.layers.0").output().save_each();
+        logits = lm_->logits().save_each();
+        samples = lm_->samples().save_each();
       });
     });
   });
@@ -224,8 +224,7 @@ TEST_F(MultiPromptInvoke, ResultStopAndPromptlessInvokes) {
   auto out = lm_->trace(greedy(3), [&](Tracer& t) {
     t.invoke({kA, kB}, [&] {
       first = lm_->samples().save();
-      t.stop();  // after step 0
-      result = t.result().save();
+      t.stop();  // after step 0 (the rest of the body does not run)
     });
     t.invoke(kB, [] {});
     t.invoke([&] { all_rows = lm_->envoy("model.layers.0").output().save(); });
@@ -234,14 +233,17 @@ TEST_F(MultiPromptInvoke, ResultStopAndPromptlessInvokes) {
   EXPECT_EQ(out.output(0).token_ids.size(), 1u);
   EXPECT_EQ(out.output(1).token_ids.size(), 1u);
   EXPECT_EQ(out.output(2).token_ids.size(), 3u);
-  // The result is one tensor per prompt.
-  auto r = out.list(result);
-  ASSERT_EQ(r.size(), 2u);
-  EXPECT_EQ(r[0].item<int64_t>(), out.output(0).token_ids[0]);
-  EXPECT_EQ(r[1].item<int64_t>(), out.output(1).token_ids[0]);
   EXPECT_EQ(out[first].size(0), 2);
   // An invoke without a prompt sees every prompt of the trace.
   EXPECT_EQ(out[all_rows].size(0), static_cast<int64_t>(kA.size() + 2 * kB.size()));
+  // The result is one tensor of generated ids per prompt, once the last ends.
+  auto done = lm_->trace(greedy(3), [&](Tracer& t) { t.invoke({kA, kB}, [&] { result = t.result().save(); }); });
+  auto r = done.list(result);
+  ASSERT_EQ(r.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    const auto& ids = done.output(i).token_ids;
+    EXPECT_TRUE(at::equal(r[i], at::tensor(std::vector<int64_t>(ids.begin(), ids.end()))));
+  }
 }
 
 TEST_F(MultiPromptInvoke, EmptyListsAndPromptsAreRefusedAtTheUsersLine) {
