@@ -246,6 +246,30 @@ TEST_F(MultiPromptInvoke, ResultStopAndPromptlessInvokes) {
   }
 }
 
+TEST_F(MultiPromptInvoke, CacheAndACrossInvokeValue) {
+  // tracer.cache() in an invoke with several prompts records all its prompts'
+  // rows; its value used in a later invoke is the concatenation.
+  CacheHandle c;
+  Saved seen, own;
+  auto out = lm_->trace(greedy(2), [&](Tracer& t) {
+    Proxy h;
+    t.invoke({kA, kB}, [&] {
+      c = t.cache({"model.layers.1"});
+      h = lm_->envoy("model.layers.0").output();
+      own = h.save();
+    });
+    t.invoke(kB, [&] {
+      auto x = lm_->envoy("model.layers.1").output();
+      seen = (h.sum() + x.sum() * 0).save();
+    });
+  });
+  auto layers = out.cache(c).at("model.layers.1");
+  ASSERT_EQ(layers.size(), 2u);
+  EXPECT_EQ(layers[0].size(0), static_cast<int64_t>(kA.size() + kB.size()));
+  EXPECT_EQ(layers[1].size(0), 2);
+  EXPECT_TRUE(at::allclose(out[seen], out[own].sum()));
+}
+
 TEST_F(MultiPromptInvoke, EmptyListsAndPromptsAreRefusedAtTheUsersLine) {
   const std::string file = "multi_prompt_invoke_test.cpp:";
   int line = 0;
