@@ -1,4 +1,4 @@
-// Tracer: what a trace body receives. It opens invokes (one request each),
+// Tracer: what a trace body receives. It opens invokes (one request per prompt),
 // iterations over generation steps, conditionals, and gives access to the
 // values that exist per request rather than per module.
 #pragma once
