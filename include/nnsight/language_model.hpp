@@ -51,10 +51,11 @@ class TraceResult {
   // Every step's output of each cached module, by path.
   std::map<std::string, std::vector<at::Tensor>> cache(const CacheHandle& handle) const;
 
-  // One output per invoke with a prompt, in invoke order.
+  // One output per prompt, in invoke order (an invoke with several prompts
+  // has one per prompt, in its order).
   const std::vector<RequestOutput>& outputs() const { return outputs_; }
-  const RequestOutput& output(size_t invoke = 0) const;
-  const std::string& text(size_t invoke = 0) const { return output(invoke).text; }
+  const RequestOutput& output(size_t prompt = 0) const;
+  const std::string& text(size_t prompt = 0) const { return output(prompt).text; }
   const std::map<std::string, SavedValue>& saves() const { return saves_; }
 
  private:

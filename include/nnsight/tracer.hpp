@@ -1,12 +1,14 @@
-// Tracer: what a trace body receives. It opens invokes (one request each),
+// Tracer: what a trace body receives. It opens invokes (one request per prompt),
 // iterations over generation steps, conditionals, and gives access to the
 // values that exist per request rather than per module.
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <nnsight/call_site.hpp>
@@ -43,6 +45,37 @@ class Tracer {
               CallSite site = CallSite());
   void invoke(const std::vector<int32_t>& prompt_token_ids, const SamplingParams& params,
               const std::function<void()>& body, CallSite site = CallSite());
+  // An invoke over several prompts (NNsight's tracer.invoke([...])): one graph,
+  // one request per prompt. Its reads see its prompts' rows concatenated in
+  // prompt order (logits and samples: [k, ...]); writes go back to each
+  // prompt's rows. A prompt that finished drops out of later steps'
+  // values (docs/invokes.md). A list of one is a plain invoke.
+  void invoke(const std::vector<std::string>& prompts, const std::function<void()>& body, CallSite site = CallSite());
+  void invoke(const std::vector<std::string>& prompts, const SamplingParams& params, const std::function<void()>& body,
+              CallSite site = CallSite());
+  void invoke(const std::vector<std::vector<int32_t>>& prompts_token_ids, const std::function<void()>& body,
+              CallSite site = CallSite());
+  void invoke(const std::vector<std::vector<int32_t>>& prompts_token_ids, const SamplingParams& params,
+              const std::function<void()>& body, CallSite site = CallSite());
+  // Braced lists: t.invoke({"a", "b"}, body) and t.invoke({{1, 2}, {3}}, body)
+  // (without these, {"a", "b"} also matches std::string's iterator-pair constructor).
+  template <class S, std::enable_if_t<std::is_convertible_v<const S&, std::string>, int> = 0>
+  void invoke(std::initializer_list<S> prompts, const std::function<void()>& body, CallSite site = CallSite()) {
+    invoke(std::vector<std::string>(prompts.begin(), prompts.end()), body, site);
+  }
+  template <class S, std::enable_if_t<std::is_convertible_v<const S&, std::string>, int> = 0>
+  void invoke(std::initializer_list<S> prompts, const SamplingParams& params, const std::function<void()>& body,
+              CallSite site = CallSite()) {
+    invoke(std::vector<std::string>(prompts.begin(), prompts.end()), params, body, site);
+  }
+  void invoke(std::initializer_list<std::vector<int32_t>> prompts_token_ids, const std::function<void()>& body,
+              CallSite site = CallSite()) {
+    invoke(std::vector<std::vector<int32_t>>(prompts_token_ids), body, site);
+  }
+  void invoke(std::initializer_list<std::vector<int32_t>> prompts_token_ids, const SamplingParams& params,
+              const std::function<void()>& body, CallSite site = CallSite()) {
+    invoke(std::vector<std::vector<int32_t>>(prompts_token_ids), params, body, site);
+  }
   // An invoke without a prompt of its own: it sees the rows of every prompt of this trace.
   void invoke(const std::function<void()>& body, CallSite site = CallSite());
 

@@ -64,6 +64,7 @@ TraceRequest parse(const nlohmann::json& body, const runner::ModelStructure& str
       in.params.invoke_index(inv.value("invoke_index", static_cast<int32_t>(i)));
       in.params.payload(remote::base64_decode(inv.value("payload", std::string()), where + ".payload"));
       out.prompts.push_back(in.prompt);
+      out.prompt_of.push_back(i);
       out.max_tokens += in.params.max_tokens();
       requests.push_back(std::move(in));
     }
@@ -107,7 +108,10 @@ TraceRequest parse(const nlohmann::json& body, const runner::ModelStructure& str
   }
   for (const auto& p : prompts) out.prompts.push_back(p.prompt);
   out.max_tokens = params.max_tokens() * static_cast<int64_t>(prompts.size());
-  out.requests = tracing::prepare_graph_trace(structure, std::move(prompts), graphs, params, trace_id);
+  tracing::PreparedGraphTrace prepared =
+      tracing::prepare_graph_trace(structure, std::move(prompts), graphs, params, trace_id);
+  out.requests = std::move(prepared.requests);
+  out.prompt_of = std::move(prepared.prompt_of);
   return out;
 }
 

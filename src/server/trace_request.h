@@ -24,7 +24,8 @@ namespace nnsight::server {
 
 struct TraceRequest {
   std::vector<runner::RequestInput> requests;  // checked, traced, with `trace_id`
-  std::vector<std::string> prompts;            // each request's text ("" for token ids)
+  std::vector<std::string> prompts;            // each prompt's text ("" for token ids), in the order given
+  std::vector<size_t> prompt_of;               // request r runs prompt prompt_of[r]
   int64_t max_tokens = 0;                      // summed over the requests
 };
 

@@ -89,6 +89,7 @@ std::string TraceService::submit(const std::string& tenant, const nlohmann::json
   t->id = random_id();
   t->tenant = tenant;
   t->prompts = req.prompts;
+  t->prompt_of = req.prompt_of;
   t->created = std::chrono::system_clock::now();
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -188,8 +189,12 @@ void TraceService::complete(Completion c) {
   std::vector<std::string> texts;
   try {
     if (c.error) std::rethrow_exception(c.error);
-    for (const auto& o : c.outputs) texts.push_back(o.text);
-    TraceResult result = tracing::collect_trace_result(std::move(c.outputs));
+    // Outputs in prompt order (an invoke's requests are contiguous).
+    std::vector<RequestOutput> outputs(c.outputs.size());
+    for (size_t r = 0; r < c.outputs.size(); ++r)
+      outputs[r < t->prompt_of.size() ? t->prompt_of[r] : r] = std::move(c.outputs[r]);
+    for (const auto& o : outputs) texts.push_back(o.text);
+    TraceResult result = tracing::collect_trace_result(std::move(outputs));
     saves = tracing::encode_trace_result(result, t->prompts);
     if (static_cast<int64_t>(saves.size()) > limits_.options().max_saved_bytes) {
       state = State::kFailed;

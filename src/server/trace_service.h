@@ -65,6 +65,7 @@ class TraceService {
     std::string released_why;
     std::vector<std::string> texts;
     std::vector<std::string> prompts;
+    std::vector<size_t> prompt_of;  // request r runs prompt prompt_of[r]
     std::vector<uint64_t> request_ids;
     size_t replica = 0;
     int64_t num_requests = 0;

@@ -82,6 +82,24 @@ std::map<std::string, at::Tensor> run_trace_battery(LanguageModel& lm, const Tra
     for (size_t s = 0; s < l.size(); ++s) r["write/logits/" + std::to_string(s)] = l[s];
     r["write/tokens/0"] = tokens_of(out, 0);
   }
+  // 4. One invoke over both prompts (docs/invokes.md): the rows of both,
+  //    gathered whole and written back to each prompt's rows.
+  {
+    Saved up, logits;
+    auto out = lm.trace(greedy(2), [&](Tracer& t) {
+      t.invoke(b.prompts, [&] {
+        t.all([&](const Step&) {
+          lm.envoy(b.up).output()[{Slice(), Slice(b.zero_from, std::nullopt)}] = 0;
+          up = lm.envoy(b.up).output().save_each();
+          logits = lm.logits().save_each();
+        });
+      });
+    });
+    auto ups = out.list(up), ls = out.list(logits);
+    for (size_t s = 0; s < ups.size(); ++s) r["multi/up/" + std::to_string(s)] = ups[s];
+    for (size_t s = 0; s < ls.size(); ++s) r["multi/logits/" + std::to_string(s)] = ls[s];
+    for (size_t i = 0; i < 2; ++i) r["multi/tokens/" + std::to_string(i)] = tokens_of(out, i);
+  }
   return r;
 }
 

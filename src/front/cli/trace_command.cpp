@@ -25,7 +25,9 @@ const char* kHelp =
     "                     --out FILE.safetensors [options]\n"
     "  --prompt TEXT          a prompt: one invoke of the trace (repeat for several)\n"
     "  --graph FILE.json      an intervention graph in the JSON form of docs/ir.md: one for\n"
-    "                         every prompt (in --prompt order), or one that every prompt runs\n"
+    "                         every prompt (in --prompt order), or one that every prompt runs;\n"
+    "                         a graph with \"prompts\": [i, ...] is one invoke over those prompts\n"
+    "                         (--prompt indices from 0; then every graph names its prompts)\n"
     "  --out FILE             where the saved values go (safetensors; a list save 'x' becomes\n"
     "                         'x.0', 'x.1', ...; a shared graph run by several prompts saves\n"
     "                         under '<prompt index>/<name>')\n"
@@ -87,10 +89,6 @@ int trace_command(int argc, char** argv) {
   const std::vector<std::string> graph_paths = args.all("graph");
   if (prompts.empty()) throw std::invalid_argument("give at least one --prompt TEXT");
   if (graph_paths.empty()) throw std::invalid_argument("give --graph FILE.json (docs/ir.md)");
-  if (graph_paths.size() != 1 && graph_paths.size() != prompts.size())
-    throw std::invalid_argument("give one --graph for all prompts or one per --prompt (got " +
-                                std::to_string(graph_paths.size()) + " graphs for " + std::to_string(prompts.size()) +
-                                " prompts)");
   if (!args.has("out")) throw std::invalid_argument("give --out FILE.safetensors for the saved values");
 
   SamplingParams params;
@@ -106,6 +104,13 @@ int trace_command(int argc, char** argv) {
     graphs.push_back(tracing::load_graph_file(path));
     tracing::validate_graph_file(graphs.back());
   }
+  bool named = false;
+  for (const auto& g : graphs) named = named || !g.prompts.empty();
+  if (!named && graph_paths.size() != 1 && graph_paths.size() != prompts.size())
+    throw std::invalid_argument("give one --graph for all prompts or one per --prompt (got " +
+                                std::to_string(graph_paths.size()) + " graphs for " + std::to_string(prompts.size()) +
+                                " prompts)");
+  tracing::invoke_prompts(graphs, prompts.size());  // graphs naming their "prompts" fit the prompts
 
   if (args.has("remote")) return remote_trace(args, prompts, graph_paths, params);
   LLM llm(engine_args_from(args));

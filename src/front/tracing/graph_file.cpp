@@ -3,6 +3,7 @@
 #include <fstream>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
 #include <nnsight/error.hpp>
 
 #include "dsl/errors.h"
@@ -26,6 +27,28 @@ std::string location(const std::string& path, const dsl::TextPosition& p) {
   return path + ":" + std::to_string(p.line) + ":" + std::to_string(p.column);
 }
 
+// The file's top-level "prompts" (not part of the graph IR: which prompts of a
+// trace the graph runs over), removed from the JSON the graph is decoded from.
+// Returns the JSON without it, or "" when the file names none.
+std::string take_prompts(const std::string& path, const std::string& text, const dsl::Limits& limits,
+                         std::vector<size_t>& prompts) {
+  if (text.size() > limits.max_encoded_bytes || text.find("\"prompts\"") == std::string::npos) return "";
+  nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object() || !j.contains("prompts")) return "";  // syntax errors are reported by the decoder
+  const nlohmann::json& v = j["prompts"];
+  auto bad = [&](const std::string& what) {
+    const auto pos = dsl::locate(text, "/prompts");
+    throw dsl::DecodeError((pos ? location(path, *pos) : path) + ": \"prompts\" " + what);
+  };
+  if (!v.is_array() || v.empty()) bad("must be a non-empty list of prompt indices");
+  for (const auto& i : v) {
+    if (!i.is_number_unsigned()) bad("must hold prompt indices (integers >= 0), got " + i.dump());
+    prompts.push_back(i.get<size_t>());
+  }
+  j.erase("prompts");
+  return j.dump();
+}
+
 }  // namespace
 
 std::string GraphFile::where(dsl::NodeId node) const {
@@ -36,8 +59,9 @@ std::string GraphFile::where(dsl::NodeId node) const {
 GraphFile parse_graph_file(const std::string& path, const std::string& text, const dsl::Limits& limits) {
   GraphFile f;
   f.path = path;
+  const std::string without_prompts = take_prompts(path, text, limits, f.prompts);
   try {
-    f.graph = dsl::from_json(text, limits);
+    f.graph = dsl::from_json(without_prompts.empty() ? text : without_prompts, limits);
   } catch (const dsl::DecodeError& e) {
     const std::string msg = e.what();
     std::string pointer = pointer_in(msg);

@@ -17,6 +17,10 @@ struct GraphFile {
   std::string path;
   dsl::Graph graph;
   std::vector<dsl::TextPosition> node_positions;  // where each node's object starts
+  // The optional top-level "prompts": [i, ...] (indices into the trace's
+  // prompts): the graph is one invoke over those prompts (docs/cli.md).
+  // Empty when the file does not name any.
+  std::vector<size_t> prompts;
 
   // "patch.json:12:7" for a node, or the path alone when unknown.
   std::string where(dsl::NodeId node) const;

@@ -16,26 +16,60 @@
 
 namespace nnsight::tracing {
 namespace {
+
+// Trace ids of graph traces: far from the ones LanguageModel counts up from 1,
+// so both may share an engine.
 std::atomic<uint64_t> g_next_trace{uint64_t{1} << 48};
+
 }  // namespace
+
+std::vector<std::vector<size_t>> invoke_prompts(const std::vector<GraphFile>& graphs, size_t num_prompts) {
+  if (num_prompts == 0) throw TraceError("a graph trace needs at least one prompt");
+  size_t named = 0;
+  for (const auto& f : graphs) named += f.prompts.empty() ? 0 : 1;
+  std::vector<std::vector<size_t>> out;
+  if (named == 0) {
+    if (graphs.size() != 1 && graphs.size() != num_prompts)
+      throw TraceError("give one graph for all prompts or one per prompt: " + std::to_string(graphs.size()) +
+                       " graphs for " + std::to_string(num_prompts) + " prompts");
+    for (size_t i = 0; i < num_prompts; ++i) out.push_back({i});
+    return out;
+  }
+  // Graphs naming their "prompts": graph i is invoke i over those prompts, each prompt in exactly one.
+  std::vector<const GraphFile*> owner(num_prompts, nullptr);
+  for (const auto& f : graphs) {
+    if (f.prompts.empty())
+      throw TraceError(f.path + ": name this graph's \"prompts\" too (another graph of the trace names its own)");
+    for (size_t p : f.prompts) {
+      if (p >= num_prompts)
+        throw TraceError(f.path + ": \"prompts\" names prompt " + std::to_string(p) + ", but the trace has " +
+                         std::to_string(num_prompts));
+      if (owner[p])
+        throw TraceError(f.path + ": prompt " + std::to_string(p) + " is already run by " + owner[p]->path +
+                         " (each prompt belongs to one graph)");
+      owner[p] = &f;
+    }
+    out.push_back(f.prompts);
+  }
+  for (size_t p = 0; p < num_prompts; ++p)
+    if (!owner[p]) throw TraceError("prompt " + std::to_string(p) + " is run by no graph (name it in a \"prompts\")");
+  return out;
+}
 
 uint64_t next_trace_id() { return g_next_trace.fetch_add(1); }
 
-std::vector<runner::RequestInput> prepare_graph_trace(const runner::ModelStructure& structure,
-                                                      std::vector<runner::RequestInput> prompts,
-                                                      const std::vector<GraphFile>& graphs,
-                                                      const SamplingParams& params, uint64_t trace_id) {
-  if (prompts.empty()) throw TraceError("a graph trace needs at least one prompt");
-  if (graphs.size() != 1 && graphs.size() != prompts.size())
-    throw TraceError("give one graph for all prompts or one per prompt: " + std::to_string(graphs.size()) +
-                     " graphs for " + std::to_string(prompts.size()) + " prompts");
+PreparedGraphTrace prepare_graph_trace(const runner::ModelStructure& structure,
+                                       std::vector<runner::RequestInput> prompts, const std::vector<GraphFile>& graphs,
+                                       const SamplingParams& params, uint64_t trace_id) {
+  // The prompts of each invoke.
+  const std::vector<std::vector<size_t>> groups = invoke_prompts(graphs, prompts.size());
   params.validate();
-  const bool shared = graphs.size() == 1 && prompts.size() > 1;
+  const bool shared = graphs.size() == 1 && groups.size() > 1;
 
   // One graph per invoke, with its invoke index (and, when shared, its saves renamed).
   std::vector<dsl::Graph> mains;
   std::vector<const GraphFile*> files;
-  for (size_t i = 0; i < prompts.size(); ++i) {
+  for (size_t i = 0; i < groups.size(); ++i) {
     const GraphFile& f = graphs[shared ? 0 : i];
     validate_graph_file(f);
     dsl::Graph g = f.graph;
@@ -68,30 +102,37 @@ std::vector<runner::RequestInput> prepare_graph_trace(const runner::ModelStructu
   }
   check_trace(ptrs, structure);
 
-  std::vector<runner::RequestInput> requests;
-  for (size_t i = 0; i < prompts.size(); ++i) {
-    TracePayload p;
-    p.num_requests = static_cast<uint32_t>(prompts.size());
-    p.num_invokes = static_cast<uint32_t>(prompts.size());
-    p.graphs.push_back(PayloadGraph{GraphRole::kInvoke, mains[i]});
-    runner::RequestInput in = std::move(prompts[i]);
-    in.params = params;
-    make_traced(in.params, p, trace_id, static_cast<int32_t>(i));
-    requests.push_back(std::move(in));
+  PreparedGraphTrace out;
+  for (size_t i = 0; i < groups.size(); ++i) {
+    // An invoke over several prompts: its graph rides on its first prompt's request.
+    for (size_t k = 0; k < groups[i].size(); ++k) {
+      TracePayload p;
+      p.num_requests = static_cast<uint32_t>(prompts.size());
+      p.num_invokes = static_cast<uint32_t>(groups.size());
+      if (k == 0) p.graphs.push_back(PayloadGraph{GraphRole::kInvoke, mains[i]});
+      runner::RequestInput in = std::move(prompts[groups[i][k]]);
+      in.params = params;
+      make_traced(in.params, p, trace_id, static_cast<int32_t>(i));
+      out.requests.push_back(std::move(in));
+      out.prompt_of.push_back(groups[i][k]);
+    }
   }
-  return requests;
+  return out;
 }
 
 namespace {
 
-// prompts[i] holds the text or the token ids of invoke i.
+// prompts[i] holds the text or the token ids of prompt i.
 TraceResult run(LLM& llm, std::vector<runner::RequestInput> prompts, const std::vector<GraphFile>& graphs,
                 const SamplingParams& params) {
   runner::AsyncEngine& engine = runner::LLMAccess::engine(llm);
-  std::vector<runner::RequestInput> requests =
-      prepare_graph_trace(engine.model_structure(), std::move(prompts), graphs, params, next_trace_id());
+  PreparedGraphTrace t = prepare_graph_trace(engine.model_structure(), std::move(prompts), graphs, params, next_trace_id());
   const uint64_t submitted_at = interrupt_count();
-  return collect_trace_result(engine, engine.submit_group(std::move(requests)), submitted_at);
+  std::vector<runner::RequestHandle> handles = engine.submit_group(std::move(t.requests));
+  // Outputs in prompt order.
+  std::vector<runner::RequestHandle> by_prompt(handles.size());
+  for (size_t r = 0; r < handles.size(); ++r) by_prompt[t.prompt_of[r]] = std::move(handles[r]);
+  return collect_trace_result(engine, by_prompt, submitted_at);
 }
 
 }  // namespace

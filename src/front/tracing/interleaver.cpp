@@ -89,7 +89,7 @@ void Interleaver::on_new_request(const runner::NewRequest& nr) {
     if (!slot) slot = std::make_unique<TraceGroup>(trace_id, p.num_requests, p.num_invokes);
     g = slot.get();
     trace_of_[nr.id] = trace_id;
-    g->requests().push_back(nr.id);
+    g->add_request(nr.id, static_cast<uint32_t>(nr.params.invoke_index()), !p.graphs.empty());
     admit_request(nr, std::move(p), *g, admission_);
     if (g->complete()) {
       check_complete_trace(*g, admission_);
@@ -110,6 +110,7 @@ void Interleaver::on_new_request(const runner::NewRequest& nr) {
 
 void Interleaver::start_group(TraceGroup& g) {
   g.started = true;
+  for (auto& m : g.mediators()) m->set_requests(g.requests_of(*m));
   for (size_t i = 0; i < g.mediators().size() && !g.failed; ++i) {
     Mediator& m = *g.mediators()[i];
     m.start();
@@ -126,12 +127,8 @@ void Interleaver::fail_group(TraceGroup& g, const std::string& message) {
 }
 
 void Interleaver::after_resume(Mediator& m, TraceGroup& g) {
-  if (m.stop_requested()) {
-    if (m.request_id() != 0)
-      stopped_.insert(m.request_id());
-    else
-      for (uint64_t rid : g.requests()) stopped_.insert(rid);
-  }
+  if (m.stop_requested())
+    for (uint64_t rid : m.requests()) stopped_.insert(rid);
   if (m.state() == Mediator::State::kFailed) fail_group(g, "invoke " + std::to_string(m.invoke()) + ": " + m.error());
 }
 
@@ -240,11 +237,7 @@ bool Interleaver::rows_for(const Mediator& m, TraceGroup& g, const EventValue& e
     const batching::RowRange range = r->rows(ev.level);
     if (!range.empty()) rows.push_back(range);
   };
-  if (m.request_id() != 0) {
-    add(m.request_id());
-  } else {
-    for (uint64_t rid : g.requests()) add(rid);
-  }
+  for (uint64_t rid : m.requests()) add(rid);
   return !rows.empty() || routed_present;
 }
 
@@ -465,10 +458,7 @@ void Interleaver::check_missed(const runner::StepContext& ctx) {
         const batching::BatchGroup* r = in_step(rid);
         if (r && r->num_generated >= m.wait_step()) passed = true;
       };
-      if (m.request_id() != 0)
-        check(m.request_id());
-      else
-        for (uint64_t rid : g.requests()) check(rid);
+      for (uint64_t rid : m.requests()) check(rid);
       if (!passed) continue;
       m.resume_with_error(missed_message(m.wait_key(), m.wait_step()));
       after_resume(m, g);
@@ -499,13 +489,20 @@ void Interleaver::finish_request(TraceGroup& g, uint64_t id, runner::FinishedReq
     if (m->request_id() == id) drain(*m, result);
   g.finished().push_back(id);
   g.remove_mediators_of(id);
-  // The last request of the trace also ends its invokes without a prompt.
-  if (g.finished().size() == g.requests().size() && g.complete()) {
+  // The last request of an invoke with several prompts ends it, and the last
+  // of the trace its invokes without a prompt; their result is a tuple, one
+  // per request.
+  for (auto& m : g.mediators()) {
+    if (m->request_id() != 0) continue;
+    const auto& rs = m->requests();
+    const bool last =
+        std::find(rs.begin(), rs.end(), id) != rs.end() && std::all_of(rs.begin(), rs.end(), [&](uint64_t rid) {
+          return std::find(g.finished().begin(), g.finished().end(), rid) != g.finished().end();
+        });
+    if (!last) continue;
     std::vector<at::Tensor> all;
-    for (uint64_t rid : g.requests()) all.push_back(at::tensor(g.results()[rid], at::kLong));
-    dsl::Value results = dsl::Value::tuple(std::move(all));
-    for (auto& m : g.mediators())
-      if (m->request_id() == 0) drain(*m, results);
+    for (uint64_t rid : rs) all.push_back(at::tensor(g.results()[rid], at::kLong));
+    drain(*m, dsl::Value::tuple(std::move(all)));
   }
 }
 

@@ -60,6 +60,11 @@ Mediator::Mediator(TraceGroup& group, uint64_t request_id, uint32_t invoke, Grap
   evaluator_ = std::make_unique<dsl::Evaluator>(graph_, *this, dsl::EvalOptions().with_functions(functions));
 }
 
+void Mediator::set_requests(std::vector<uint64_t> ids) {
+  if (ids.size() > 1) request_id_ = 0;  // ends with the last of them
+  requests_ = std::move(ids);
+}
+
 Mediator::~Mediator() {
   // A fiber still suspended is unwound here: boost throws forced_unwind
   // inside it, which the evaluator lets pass, and its stack is released.

@@ -17,6 +17,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <vector>
 
 #include <nnsight/request_output.hpp>
 
@@ -60,7 +61,12 @@ class Mediator final : public dsl::Provider {
   WaitKind wait_kind() const { return wait_kind_; }
   const dsl::Value& set_value() const { return set_value_; }
 
-  uint64_t request_id() const { return request_id_; }  // 0 for a promptless invoke
+  // The request it finishes with; 0 when it spans several (an invoke without
+  // a prompt, or one with several prompts): it ends with the last of `requests`.
+  uint64_t request_id() const { return request_id_; }
+  void set_requests(std::vector<uint64_t> ids);
+  // The requests whose rows it sees, in prompt order (set when its trace starts).
+  const std::vector<uint64_t>& requests() const { return requests_; }
   uint32_t invoke() const { return invoke_; }
   GraphRole role() const { return role_; }
   const std::string& error() const { return error_; }
@@ -97,6 +103,7 @@ class Mediator final : public dsl::Provider {
 
   TraceGroup& group_;
   uint64_t request_id_;
+  std::vector<uint64_t> requests_;
   uint32_t invoke_;
   GraphRole role_;
   dsl::ValidatedGraph graph_;

@@ -38,13 +38,19 @@ std::vector<runner::RequestInput> prepare_recorded_trace(const runner::ModelStru
   // Every invoke has exactly one main graph; save names are unique.
   const uint32_t num_invokes = payloads.front().num_invokes;
   std::vector<const dsl::Graph*> mains(num_invokes, nullptr);
-  std::set<int32_t> invoke_of_request;
+  // An invoke over several prompts has one request per prompt, contiguous;
+  // its graphs ride on the first, the others carry none.
+  std::set<int32_t> seen_invokes;
   std::map<std::string, std::string> names;
   for (size_t i = 0; i < payloads.size(); ++i) {
     const int32_t invoke = requests[i].params.invoke_index();
-    if (invoke < 0 || static_cast<uint32_t>(invoke) >= num_invokes || !invoke_of_request.insert(invoke).second)
+    const bool continues = i > 0 && requests[i - 1].params.invoke_index() == invoke;
+    if (invoke < 0 || static_cast<uint32_t>(invoke) >= num_invokes || (!continues && !seen_invokes.insert(invoke).second))
       throw TraceError("request " + std::to_string(i) + ": invoke index " + std::to_string(invoke) +
-                       " is out of range or repeated");
+                       " is out of range, or its requests are not contiguous");
+    if (continues != payloads[i].graphs.empty())
+      throw TraceError("request " + std::to_string(i) + (continues ? ": a further prompt of an invoke carries graphs"
+                                                                    : ": the first request of an invoke has no graph"));
     for (const auto& g : payloads[i].graphs) {
       if (g.role != GraphRole::kAuxiliary) {
         if (g.graph.invoke >= num_invokes || mains[g.graph.invoke] != nullptr)
@@ -55,7 +61,8 @@ std::vector<runner::RequestInput> prepare_recorded_trace(const runner::ModelStru
       for (const auto& n : g.graph.nodes) {
         if (n.kind != dsl::NodeKind::Save) continue;
         auto [it, fresh] = names.emplace(n.name, n.loc.str());
-        if (!fresh) throw TraceError(n.loc.str() + ": the save name '" + n.name + "' is already used at " + it->second);
+        if (!fresh)
+          throw TraceError(n.loc.str() + ": the save name '" + n.name + "' is already used at " + it->second);
       }
     }
   }

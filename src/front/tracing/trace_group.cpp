@@ -20,6 +20,17 @@ void TraceGroup::remove_mediators_of(uint64_t request_id) {
                    mediators_.end());
 }
 
+std::vector<uint64_t> TraceGroup::requests_of(const Mediator& m) const {
+  if (m.role() == GraphRole::kPromptless) return requests_;
+  std::vector<uint64_t> out{m.request_id()};
+  const auto own = std::find(requests_.begin(), requests_.end(), m.request_id());
+  if (own == requests_.end()) return out;
+  const uint32_t invoke = invoke_of_[static_cast<size_t>(own - requests_.begin())];
+  for (size_t i = 0; i < requests_.size(); ++i)
+    if (!has_graphs_[i] && invoke_of_[i] == invoke) out.push_back(requests_[i]);
+  return out;
+}
+
 dsl::Value TraceGroup::external(uint32_t invoke, dsl::NodeId node) const {
   for (const auto& m : mediators_) {
     if (m->invoke() != invoke || m->role() == GraphRole::kAuxiliary) continue;

@@ -28,7 +28,19 @@ class TraceGroup {
   std::vector<std::unique_ptr<Mediator>>& mediators() { return mediators_; }
   void remove_mediators_of(uint64_t request_id);
 
-  std::vector<uint64_t>& requests() { return requests_; }                   // admitted, in invoke order
+  std::vector<uint64_t>& requests() { return requests_; }  // admitted, in invoke order
+  // Admits request `id` of invoke `invoke` (SamplingParams::invoke_index);
+  // `has_graphs`: it carries graphs (an invoke's first prompt) or none (a
+  // further prompt of an invoke with several).
+  void add_request(uint64_t id, uint32_t invoke, bool has_graphs) {
+    requests_.push_back(id);
+    invoke_of_.push_back(invoke);
+    has_graphs_.push_back(has_graphs);
+  }
+  // The requests whose rows mediator `m` sees, in prompt order: every request
+  // of the trace for an invoke without a prompt; else its own request, then
+  // the requests without graphs of the same invoke.
+  std::vector<uint64_t> requests_of(const Mediator& m) const;
   std::vector<uint64_t>& finished() { return finished_; }                   // requests already finished
   std::map<uint64_t, std::vector<int64_t>>& results() { return results_; }  // tokens per request
   bool complete() const { return requests_.size() == num_requests_; }
@@ -43,6 +55,8 @@ class TraceGroup {
   uint32_t num_requests_, num_invokes_;
   std::vector<std::unique_ptr<Mediator>> mediators_;
   std::vector<uint64_t> requests_;
+  std::vector<uint32_t> invoke_of_;  // invoke of requests_[i]
+  std::vector<bool> has_graphs_;     // requests_[i] carries graphs
   std::vector<uint64_t> finished_;
   std::map<uint64_t, std::vector<int64_t>> results_;
 };

@@ -11,6 +11,7 @@ namespace {
 constexpr char kMagic[4] = {'N', 'N', 'T', 'P'};
 constexpr uint16_t kVersion = 1;
 constexpr uint32_t kMaxGraphs = 1024;
+constexpr uint32_t kMaxRequests = 65536;
 
 template <class T>
 void put(std::string& out, T v) {
@@ -56,7 +57,11 @@ TracePayload decode_payload(std::string_view in, const dsl::Limits& limits) {
   p.num_requests = take<uint32_t>(in, "the request count");
   p.num_invokes = take<uint32_t>(in, "the invoke count");
   const uint32_t n = take<uint32_t>(in, "the graph count");
-  if (n == 0 || n > kMaxGraphs || p.num_invokes == 0 || p.num_invokes > kMaxGraphs || p.num_requests > p.num_invokes)
+  // A request with no graph is a further prompt of an invoke with several
+  // (its graph rides on that invoke's first request), so requests may
+  // outnumber invokes.
+  if (n > kMaxGraphs || p.num_invokes == 0 || p.num_invokes > kMaxGraphs || p.num_requests == 0 ||
+      p.num_requests > kMaxRequests)
     throw dsl::DecodeError("trace payload: implausible counts (" + std::to_string(n) + " graphs, " +
                            std::to_string(p.num_invokes) + " invokes, " + std::to_string(p.num_requests) +
                            " requests)");
@@ -72,7 +77,7 @@ TracePayload decode_payload(std::string_view in, const dsl::Limits& limits) {
     in.remove_prefix(len);
   }
   if (!in.empty()) throw dsl::DecodeError("trace payload: " + std::to_string(in.size()) + " trailing bytes");
-  if (p.graphs.front().role == GraphRole::kAuxiliary)
+  if (!p.graphs.empty() && p.graphs.front().role == GraphRole::kAuxiliary)
     throw dsl::DecodeError("trace payload: the first graph must be an invoke's");
   return p;
 }

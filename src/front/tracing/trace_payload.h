@@ -4,7 +4,10 @@
 // The first graph is the invoke's own; further graphs are auxiliary (a
 // tracer.cache() recorder) or belong to invokes without a prompt of their
 // own, which ride on the trace's first request and see all of the trace's
-// rows. Encoding: "NNTP" + u16 version + u32 trace size + entries, each the
+// rows. An invoke with several prompts has one request per prompt, all with
+// its invoke index (SamplingParams::invoke_index); its graphs ride on the
+// first, the others carry none, and its mediators see the rows of all of
+// them in prompt order. Encoding: "NNTP" + u16 version + u32 trace size + entries, each the
 // graph's binary encoding (dsl/binary_codec.h), all lengths bounded.
 #pragma once
 
@@ -32,7 +35,7 @@ struct PayloadGraph {
 };
 
 struct TracePayload {
-  uint32_t num_requests = 1;  // requests (invokes with a prompt) in the trace
+  uint32_t num_requests = 1;  // requests (prompts) in the trace
   uint32_t num_invokes = 1;   // invokes in the trace, promptless ones included
   std::vector<PayloadGraph> graphs;
 };

@@ -1,5 +1,6 @@
 #include "front/tracing/trace_recorder.h"
 
+#include <algorithm>
 #include <set>
 
 #include <nnsight/error.hpp>
@@ -23,12 +24,26 @@ TraceRecorder::TraceRecorder(const runner::ModelStructure& structure, SamplingPa
 
 void TraceRecorder::run_invoke(bool has_prompt, std::string prompt, std::vector<int32_t> ids,
                                const SamplingParams& params, const std::function<void()>& body, const SourceLoc& loc) {
+  std::vector<std::string> prompts;
+  std::vector<std::vector<int32_t>> token_ids;
+  if (has_prompt) {
+    prompts.push_back(std::move(prompt));
+    token_ids.push_back(std::move(ids));
+  }
+  run_invoke(std::move(prompts), std::move(token_ids), params, body, loc);
+}
+
+void TraceRecorder::run_invoke(std::vector<std::string> prompts, std::vector<std::vector<int32_t>> ids,
+                               const SamplingParams& params, const std::function<void()>& body, const SourceLoc& loc) {
   if (open_ >= 0) throw TraceError(loc.str() + ": invokes cannot be nested (an invoke is already open)");
+  const size_t k = std::max(prompts.size(), ids.size());
+  prompts.resize(k);
+  ids.resize(k);
   Invoke inv;
   inv.builder = std::make_shared<dsl::GraphBuilder>(trace_id_, static_cast<uint32_t>(invokes_.size()));
-  inv.has_prompt = has_prompt;
-  inv.prompt = std::move(prompt);
-  inv.prompt_token_ids = std::move(ids);
+  inv.has_prompt = k > 0;
+  inv.prompts = std::move(prompts);
+  inv.prompts_token_ids = std::move(ids);
   inv.params = params;
   invokes_.push_back(std::move(inv));
   open_ = static_cast<int64_t>(invokes_.size()) - 1;
@@ -115,7 +130,7 @@ std::vector<runner::RequestInput> TraceRecorder::finish(const SourceLoc& loc) {
     for (const auto& a : list) check_graph(a, structure_);
 
   uint32_t num_requests = 0;
-  for (const auto& inv : invokes_) num_requests += inv.has_prompt ? 1 : 0;
+  for (const auto& inv : invokes_) num_requests += static_cast<uint32_t>(inv.prompts.size());
   if (num_requests == 0) throw TraceError(loc.str() + ": the trace has no invoke with a prompt");
   std::vector<runner::RequestInput> requests;
   bool first = true;
@@ -134,11 +149,24 @@ std::vector<runner::RequestInput> TraceRecorder::finish(const SourceLoc& loc) {
       first = false;
     }
     runner::RequestInput in;
-    in.prompt = inv.prompt;
-    in.prompt_token_ids = inv.prompt_token_ids;
+    in.prompt = inv.prompts[0];
+    in.prompt_token_ids = inv.prompts_token_ids[0];
     in.params = inv.params;
     make_traced(in.params, p, trace_id_, static_cast<int32_t>(i));
     requests.push_back(std::move(in));
+    // Its further prompts: requests of the same invoke without graphs (they
+    // run on the first's mediators, which see every prompt's rows).
+    for (size_t k = 1; k < inv.prompts.size(); ++k) {
+      TracePayload more;
+      more.num_requests = num_requests;
+      more.num_invokes = p.num_invokes;
+      runner::RequestInput extra;
+      extra.prompt = inv.prompts[k];
+      extra.prompt_token_ids = inv.prompts_token_ids[k];
+      extra.params = inv.params;
+      make_traced(extra.params, more, trace_id_, static_cast<int32_t>(i));
+      requests.push_back(std::move(extra));
+    }
   }
   return requests;
 }

@@ -28,8 +28,10 @@ class TraceRecorder {
     std::shared_ptr<dsl::GraphBuilder> builder;
     std::vector<std::shared_ptr<dsl::GraphBuilder>> auxiliary;  // cache recorders
     bool has_prompt = false;
-    std::string prompt;
-    std::vector<int32_t> prompt_token_ids;
+    // One request per prompt (text, or token ids when given): usually one;
+    // an invoke with several prompts runs its graph over all of them.
+    std::vector<std::string> prompts;
+    std::vector<std::vector<int32_t>> prompts_token_ids;
     SamplingParams params;
     // Step cursors: one frame outside iterations, one per open iteration.
     std::vector<std::map<std::string, int64_t>> cursors{1};
@@ -52,6 +54,9 @@ class TraceRecorder {
   // Opens an invoke (prompt or token ids; neither = promptless), runs `body`
   // with it current, and closes it.
   void run_invoke(bool has_prompt, std::string prompt, std::vector<int32_t> ids, const SamplingParams& params,
+                  const std::function<void()>& body, const SourceLoc& loc);
+  // An invoke with several prompts: texts, or token ids (the other list empty).
+  void run_invoke(std::vector<std::string> prompts, std::vector<std::vector<int32_t>> ids, const SamplingParams& params,
                   const std::function<void()>& body, const SourceLoc& loc);
   bool in_invoke() const { return open_ >= 0; }
   Invoke& invoke(const SourceLoc& loc);  // the open one; TraceError if none

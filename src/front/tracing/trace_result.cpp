@@ -37,11 +37,10 @@ std::map<std::string, std::vector<at::Tensor>> TraceResult::cache(const CacheHan
   return out;
 }
 
-const RequestOutput& TraceResult::output(size_t invoke) const {
-  if (invoke >= outputs_.size())
-    throw Error("the trace has " + std::to_string(outputs_.size()) + " invokes with a prompt; no output " +
-                std::to_string(invoke));
-  return outputs_[invoke];
+const RequestOutput& TraceResult::output(size_t prompt) const {
+  if (prompt >= outputs_.size())
+    throw Error("the trace has " + std::to_string(outputs_.size()) + " prompts; no output " + std::to_string(prompt));
+  return outputs_[prompt];
 }
 
 }  // namespace nnsight

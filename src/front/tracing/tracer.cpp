@@ -31,6 +31,41 @@ void Tracer::invoke(const std::vector<int32_t>& ids, const SamplingParams& param
   rec_->run_invoke(true, "", ids, params, body, site.loc());
 }
 
+namespace {
+// An invoke's list of prompts: non-empty, no prompt empty.
+template <class P>
+void check_prompts(const std::vector<P>& prompts, const char* what, const CallSite& site) {
+  if (prompts.empty()) throw TraceError(site.loc().str() + ": an invoke's list of " + what + " is empty");
+  for (size_t i = 0; i < prompts.size(); ++i)
+    if (prompts[i].empty())
+      throw TraceError(site.loc().str() + ": prompt " + std::to_string(i) + " of the invoke's " +
+                       std::to_string(prompts.size()) + " " + what + " is empty");
+}
+}  // namespace
+
+void Tracer::invoke(const std::vector<std::string>& prompts, const std::function<void()>& body, CallSite site) {
+  invoke(prompts, rec_->params(), body, site);
+}
+
+void Tracer::invoke(const std::vector<std::string>& prompts, const SamplingParams& params,
+                    const std::function<void()>& body, CallSite site) {
+  check_prompts(prompts, "prompts", site);
+  params.validate();
+  rec_->run_invoke(prompts, {}, params, body, site.loc());
+}
+
+void Tracer::invoke(const std::vector<std::vector<int32_t>>& prompts_token_ids, const std::function<void()>& body,
+                    CallSite site) {
+  invoke(prompts_token_ids, rec_->params(), body, site);
+}
+
+void Tracer::invoke(const std::vector<std::vector<int32_t>>& prompts_token_ids, const SamplingParams& params,
+                    const std::function<void()>& body, CallSite site) {
+  check_prompts(prompts_token_ids, "token-id prompts", site);
+  params.validate();
+  rec_->run_invoke({}, prompts_token_ids, params, body, site.loc());
+}
+
 void Tracer::invoke(const std::function<void()>& body, CallSite site) {
   rec_->run_invoke(false, "", {}, rec_->params(), body, site.loc());
 }

@@ -96,6 +96,43 @@ TEST(RealModelTraceCli, AblationGraphMatchesTheCppTrace) {
             static_cast<int64_t>(lm.encode("The Colosseum is located in the city of").size()));
 }
 
+// A graph naming "prompts": [0, 1] is one invoke over both prompts (docs/cli.md),
+// the same as t.invoke({a, b}, body) in C++.
+TEST(RealModelTraceCli, GraphNamingItsPromptsIsOneInvokeOverThem) {
+  testing::ScratchDir dir;
+  const std::string model = testing::default_model_path();
+  const auto bytes = testing::read_file_bytes(std::string(NNSIGHT_SOURCE_DIR) + "/tests/data/cli/ablate_mlp.json");
+  std::string text(bytes.begin(), bytes.end());
+  text.replace(text.find('{'), 1, "{\n  \"prompts\": [0, 1],");
+  const std::string graph = dir.file("both.json"), out = dir.file("both.safetensors");
+  testing::write_file(graph, text);
+  const char* kColosseum = "The Colosseum is located in the city of";
+  CliRun r =
+      run_cli("trace --model " + quote(model) + " --prompt " + quote(kEiffel) + " --prompt " + quote(kColosseum) +
+              " --graph " + quote(graph) + " --max-tokens 2 --out " + quote(out) + " --no-progress");
+  ASSERT_EQ(r.status, 0) << r.errors;
+
+  LanguageModel lm(EngineArgs().model(model).show_progress(false));
+  Saved layer29, logits;
+  TraceResult cpp = lm.trace(SamplingParams().temperature(0).max_tokens(2), [&](Tracer& t) {
+    t.invoke({kEiffel, kColosseum}, [&] {
+      auto mlp = lm.envoy("model.layers.28.mlp");
+      mlp.output() = mlp.output() * 0.0;
+      layer29 = lm.envoy("model.layers.29").output().save();
+      logits = lm.logits().save();
+    });
+  });
+  ASSERT_EQ(cpp.outputs().size(), 2u);
+  EXPECT_EQ(r.output, cpp.text(0) + "\n" + cpp.text(1) + "\n");
+  SafetensorsFile file(out);
+  ASSERT_EQ(file.tensors().size(), 2u);  // saved once, under their own names
+  at::Tensor h = file.load("layer29"), l = file.load("logits");
+  ASSERT_EQ(l.sizes(), (std::vector<int64_t>{2, 49152}));
+  EXPECT_EQ(h.size(0), static_cast<int64_t>(lm.encode(kEiffel).size() + lm.encode(kColosseum).size()));
+  EXPECT_TRUE(at::equal(h, cpp[layer29]));
+  EXPECT_TRUE(at::equal(l, cpp[logits]));
+}
+
 TEST(RealModelTraceCli, GraphErrorsNameTheNodeAndItsPosition) {
   testing::ScratchDir dir;
   const std::string graph = std::string(NNSIGHT_SOURCE_DIR) + "/tests/data/cli/bad_reference.json";
