@@ -195,6 +195,30 @@ TEST(RealModelServer, RemoteLanguageModelEqualsInProcessBitForBit) {
   EXPECT_THROW(LanguageModel(EngineArgs().remote(shared().url).api_key("sk-wrong-0123456789abc")), Error);
 }
 
+TEST(RealModelServer, RemoteInvokesOfSeveralPromptsEqualInProcess) {
+  auto body = [](LanguageModel& lm, Saved& logits, Saved& h) {
+    return [&lm, &logits, &h](Tracer& t) {
+      t.invoke(std::vector<std::string>{kEiffel, "The capital of Italy is"}, [&] {
+        h = lm.envoy("model.layers.3").output().save();
+        logits = lm.logits().save();
+      });
+      t.invoke("The chemical symbol for gold is",
+               [&] { lm.envoy("model.layers.3.mlp").output() = lm.envoy("model.layers.3.mlp").output() * 0; });
+    };
+  };
+  LanguageModel remote_lm(EngineArgs().remote(shared().url).api_key(kAlice));
+  LanguageModel local_lm(EngineArgs().model(testing::default_model_path()).show_progress(false));
+  Saved l1, h1, l2, h2;
+  TraceResult there = remote_lm.trace(SamplingParams().temperature(0).max_tokens(1), body(remote_lm, l1, h1));
+  TraceResult here = local_lm.trace(SamplingParams().temperature(0).max_tokens(1), body(local_lm, l2, h2));
+  ASSERT_EQ(there[l1].sizes(), (std::vector<int64_t>{2, 49152}));
+  EXPECT_TRUE(there[l1].equal(here[l2]));
+  EXPECT_TRUE(there[h1].equal(here[h2]));
+  ASSERT_EQ(there.outputs().size(), 3u);
+  for (size_t i = 0; i < 3; ++i) EXPECT_EQ(there.text(i), here.text(i));
+  EXPECT_EQ(there.text(0), " Paris");
+}
+
 TEST(RealModelServer, LimitsOnSavesWallTimeAndQueue) {
   // Saves over 4 MiB: every layer's output over a long prompt.
   json nodes = json::array();

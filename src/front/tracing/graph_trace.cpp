@@ -126,7 +126,8 @@ namespace {
 TraceResult run(LLM& llm, std::vector<runner::RequestInput> prompts, const std::vector<GraphFile>& graphs,
                 const SamplingParams& params) {
   runner::AsyncEngine& engine = runner::LLMAccess::engine(llm);
-  PreparedGraphTrace t = prepare_graph_trace(engine.model_structure(), std::move(prompts), graphs, params, next_trace_id());
+  PreparedGraphTrace t =
+      prepare_graph_trace(engine.model_structure(), std::move(prompts), graphs, params, next_trace_id());
   const uint64_t submitted_at = interrupt_count();
   std::vector<runner::RequestHandle> handles = engine.submit_group(std::move(t.requests));
   // Outputs in prompt order.

@@ -45,12 +45,14 @@ std::vector<runner::RequestInput> prepare_recorded_trace(const runner::ModelStru
   for (size_t i = 0; i < payloads.size(); ++i) {
     const int32_t invoke = requests[i].params.invoke_index();
     const bool continues = i > 0 && requests[i - 1].params.invoke_index() == invoke;
-    if (invoke < 0 || static_cast<uint32_t>(invoke) >= num_invokes || (!continues && !seen_invokes.insert(invoke).second))
+    if (invoke < 0 || static_cast<uint32_t>(invoke) >= num_invokes ||
+        (!continues && !seen_invokes.insert(invoke).second))
       throw TraceError("request " + std::to_string(i) + ": invoke index " + std::to_string(invoke) +
                        " is out of range, or its requests are not contiguous");
     if (continues != payloads[i].graphs.empty())
-      throw TraceError("request " + std::to_string(i) + (continues ? ": a further prompt of an invoke carries graphs"
-                                                                    : ": the first request of an invoke has no graph"));
+      throw TraceError("request " + std::to_string(i) +
+                       (continues ? ": a further prompt of an invoke carries graphs"
+                                  : ": the first request of an invoke has no graph"));
     for (const auto& g : payloads[i].graphs) {
       if (g.role != GraphRole::kAuxiliary) {
         if (g.graph.invoke >= num_invokes || mains[g.graph.invoke] != nullptr)
@@ -61,8 +63,7 @@ std::vector<runner::RequestInput> prepare_recorded_trace(const runner::ModelStru
       for (const auto& n : g.graph.nodes) {
         if (n.kind != dsl::NodeKind::Save) continue;
         auto [it, fresh] = names.emplace(n.name, n.loc.str());
-        if (!fresh)
-          throw TraceError(n.loc.str() + ": the save name '" + n.name + "' is already used at " + it->second);
+        if (!fresh) throw TraceError(n.loc.str() + ": the save name '" + n.name + "' is already used at " + it->second);
       }
     }
   }
