@@ -1,7 +1,7 @@
 // serve_load_bench: `nnsight serve` under load on 127.0.0.1, bounded (it stops
 // by itself), against the in-process engine on the same traces.
 //
-//   serve_load_bench [--model PATH] [--traces 2000] [--clients 64] [--keys 4]
+//   serve_load_bench [--model PATH] [--traces 2000] [--clients 64] [--keys 4] [--only 0|1|2]
 //
 // Each client thread takes the next trace from a shared list and posts it
 // (POST /v1/traces?wait=1). The list mixes sizes (a logits save, an ablation
@@ -92,7 +92,8 @@ json graph_for(Kind k) {
       break;
     case Kind::kShapeError:  // [T, 576] x [3, 3]: fails while it runs
       nodes = {get("model.layers.3.output"),
-               {{"kind", "const"}, {"value", {{1.0, 0.0, 0.0}, {0.0, 1.0, 0.0}, {0.0, 0.0, 1.0}}}},
+               {{"kind", "const"},
+                {"value", {{"dtype", "float32"}, {"shape", {3, 3}}, {"data", {1, 0, 0, 0, 1, 0, 0, 0, 1}}}}},
                {{"kind", "op"}, {"op", "matmul"}, {"args", {0, 1}}},
                save("bad", 2)};
       break;
@@ -146,11 +147,13 @@ bool same_saves(const TraceResult& a, const TraceResult& b) {
 int main(int argc, char** argv) {
   std::string model = bench::default_model_path();
   int traces = 2000, clients = 64, keys = 4;
+  int only = -1;  // diagnosis: every trace of this one kind (0 logits, 1 ablation, 2 lens)
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!std::strcmp(argv[i], "--model")) model = argv[i + 1];
     if (!std::strcmp(argv[i], "--traces")) traces = std::atoi(argv[i + 1]);
     if (!std::strcmp(argv[i], "--clients")) clients = std::atoi(argv[i + 1]);
     if (!std::strcmp(argv[i], "--keys")) keys = std::atoi(argv[i + 1]);
+    if (!std::strcmp(argv[i], "--only")) only = std::atoi(argv[i + 1]);
   }
   char dir[] = "/tmp/nnsight-load-XXXXXX";
   if (!mkdtemp(dir)) return 1;
@@ -168,6 +171,7 @@ int main(int argc, char** argv) {
                       Kind::kOverSaves, Kind::kWrongKey,      Kind::kOtherId};
   for (int i = 0; i < traces; ++i) {
     Item it{i % 10 == 9 ? bad[(i / 10) % 6] : good[i % 3], (i * 7) % 8, i % keys};
+    if (only >= 0) it.kind = good[only];
     items.push_back(it);
   }
   std::mt19937 rng(7);
@@ -180,7 +184,7 @@ int main(int argc, char** argv) {
   o.api_keys_file = keys_file;
   o.limits.max_concurrent_traces = 64;
   o.limits.max_queued_traces = 64;
-  o.limits.max_saved_bytes = 1 << 20;
+  o.limits.max_saved_bytes = 8 << 20;
   const int64_t rss_before_server = rss_kb("VmRSS:");
   server::ModelServer srv(o);
   const std::string url = "http://127.0.0.1:" + std::to_string(srv.port());
@@ -272,37 +276,53 @@ int main(int argc, char** argv) {
       good_latency.push_back(latency[i]);
   srv.stop();
 
-  // The same accepted traces through an in-process engine, same thread count.
+  // The same load through an in-process engine, same thread count: every
+  // trace that reaches a model there (hostile ones too: a shape error runs
+  // until it fails, over-limit saves run whole; a malformed or unknown-module
+  // graph fails at its check). Wrong keys and foreign ids have no in-process
+  // counterpart.
   LLM llm(EngineArgs().model(model).show_progress(false).max_num_seqs(64));
-  std::vector<Item> accepted;
-  for (const auto& it : items)
-    if (it.kind == Kind::kLogits || it.kind == Kind::kAblation || it.kind == Kind::kLens) accepted.push_back(it);
+  std::vector<Item> local_items;
+  size_t accepted = 0;
+  for (const auto& it : items) {
+    if (it.kind == Kind::kWrongKey || it.kind == Kind::kOtherId) continue;
+    local_items.push_back(it);
+    accepted += it.kind == Kind::kLogits || it.kind == Kind::kAblation || it.kind == Kind::kLens;
+  }
   std::atomic<size_t> next_local{0};
   std::atomic<int> local_wrong{0};
   const auto t1 = clock_type::now();
   threads.clear();
   for (int c = 0; c < clients; ++c)
     threads.emplace_back([&] {
-      for (size_t i; (i = next_local.fetch_add(1)) < accepted.size();) {
-        const Item& it = accepted[i];
-        std::vector<tracing::GraphFile> g{tracing::parse_graph_file("g", graph_for(it.kind).dump())};
-        TraceResult r =
-            tracing::run_graph_trace(llm, std::vector<std::string>{kPrompts[it.prompt]}, g,
-                                     SamplingParams().temperature(0).max_tokens(it.kind == Kind::kAblation ? 4 : 1));
-        if (!same_saves(r, solo.at({static_cast<int>(it.kind), it.prompt}))) ++local_wrong;
+      for (size_t i; (i = next_local.fetch_add(1)) < local_items.size();) {
+        const Item& it = local_items[i];
+        const bool good_kind = it.kind == Kind::kLogits || it.kind == Kind::kAblation || it.kind == Kind::kLens;
+        try {
+          const json body = json::parse(body_for(it));
+          std::vector<tracing::GraphFile> g{tracing::parse_graph_file("g", body["graphs"][0].dump())};
+          TraceResult r =
+              tracing::run_graph_trace(llm, std::vector<std::string>{body["prompts"][0].get<std::string>()}, g,
+                                       SamplingParams().temperature(0).max_tokens(it.kind == Kind::kAblation ? 4 : 1));
+          if (good_kind && !same_saves(r, solo.at({static_cast<int>(it.kind), it.prompt}))) ++local_wrong;
+          if (it.kind == Kind::kMalformed || it.kind == Kind::kUnknownModule || it.kind == Kind::kShapeError)
+            ++local_wrong;  // must have failed
+        } catch (const std::exception&) {
+          if (good_kind) ++local_wrong;
+        }
       }
     });
   for (auto& t : threads) t.join();
   const double local_s = std::chrono::duration<double>(clock_type::now() - t1).count();
 
   const double server_tps = static_cast<double>(good_latency.size()) / server_s;
-  const double local_tps = static_cast<double>(accepted.size()) / local_s;
+  const double local_tps = static_cast<double>(accepted) / local_s;
   std::printf("serve_load_bench: %d traces (%zu accepted, %zu hostile), %d clients, %d keys, model %s\n", traces,
-              accepted.size(), items.size() - accepted.size(), clients, keys, model.c_str());
+              accepted, items.size() - accepted, clients, keys, model.c_str());
   std::printf("| | traces/s | p50 ms | p99 ms |\n|---|---|---|---|\n");
   std::printf("| nnsight serve, 127.0.0.1 (accepted traces) | %.1f | %.0f | %.0f |\n", server_tps,
               pct(good_latency, 0.5), pct(good_latency, 0.99));
-  std::printf("| in-process engine, same traces, %d threads | %.1f | | |\n", clients, local_tps);
+  std::printf("| in-process engine, same load, %d threads (accepted traces) | %.1f | | |\n", clients, local_tps);
   std::printf("server / in-process throughput: %.2f\n", server_tps / local_tps);
   std::printf(
       "answers: %d results equal to solo runs, %d expected errors, %d wrong, %d lost, %d duplicated; "

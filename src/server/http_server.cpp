@@ -92,7 +92,7 @@ class Responder final : public HttpResponder {
  public:
   Responder(Connection& c, bool keep_alive, unsigned version) : c_(c), keep_alive_(keep_alive), version_(version) {}
 
-  void send(const HttpResponse& r) override {
+  void send(HttpResponse r) override {
     if (sent_) return;
     sent_ = true;
     http::response<http::string_body> res{static_cast<http::status>(r.status), version_};
@@ -100,7 +100,7 @@ class Responder final : public HttpResponder {
     res.set(http::field::content_type, r.content_type);
     for (const auto& [k, v] : r.headers) res.set(k, v);
     res.keep_alive(keep_alive_);
-    res.body() = r.body;
+    res.body() = std::move(r.body);
     res.prepare_payload();
     beast::error_code ec;
     http::write(c_.socket, res, ec);

@@ -43,7 +43,8 @@ struct HttpResponse {
 class HttpResponder {
  public:
   virtual ~HttpResponder() = default;
-  virtual void send(const HttpResponse& response) = 0;
+  // By value: a large body (saves) is moved, not copied.
+  virtual void send(HttpResponse response) = 0;
   // Sends the status line and headers of a response whose body ends when the
   // connection closes (server-sent events, long downloads).
   virtual bool start_stream(int status, const std::string& content_type) = 0;

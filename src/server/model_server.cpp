@@ -163,7 +163,7 @@ struct ModelServer::Impl {
     r.content_type = "application/octet-stream";
     r.body = std::move(bytes);
     r.headers.emplace_back("X-Trace-Id", id);
-    out.send(r);
+    out.send(std::move(r));
   }
 };
 

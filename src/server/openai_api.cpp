@@ -302,7 +302,7 @@ void OpenAiApi::run(const std::string& tenant, Kind kind, const std::vector<Prom
                    {"model", model_name_},
                    {"choices", choices},
                    {"usage", usage_json(finals)}});
-    out.send(r);
+    out.send(std::move(r));
     return;
   }
 

@@ -1,5 +1,6 @@
 #include "server/trace_service.h"
 
+#include <malloc.h>
 #include <openssl/rand.h>
 
 #include <algorithm>
@@ -343,9 +344,19 @@ void TraceService::cancel(const std::string& tenant, const std::string& id) {
 
 void TraceService::watchdog_loop() {
   std::unique_lock<std::mutex> lock(mu_);
+  auto trimmed = std::chrono::steady_clock::now();
   while (!stop_) {
     changed_.wait_for(lock, std::chrono::milliseconds(200));
     const auto now = std::chrono::steady_clock::now();
+    // Saves are large, short-lived and freed on many threads: glibc keeps the
+    // freed pages in its per-thread arenas. Give them back now and then, so
+    // the server's resident memory follows what it holds.
+    if (now - trimmed > std::chrono::seconds(5)) {
+      trimmed = now;
+      lock.unlock();
+      ::malloc_trim(0);
+      lock.lock();
+    }
     const auto wall = std::chrono::duration<double>(limits_.options().max_trace_seconds);
     const auto keep = std::chrono::duration<double>(options_.retention_s);
     for (auto it = traces_.begin(); it != traces_.end();) {
