@@ -317,6 +317,9 @@ void OpenAiApi::run(const std::string& tenant, Kind kind, const std::vector<Prom
            "\n\n";
   };
   std::vector<size_t> sent(handles.size(), 0);
+  size_t hold_back = 0;
+  for (const auto& stop : params.stop())
+    if (!stop.empty()) hold_back = std::max(hold_back, stop.size() - 1);
   std::vector<RequestOutput> finals(handles.size());
   size_t done = 0;
   if (kind == Kind::kChat)
@@ -344,8 +347,11 @@ void OpenAiApi::run(const std::string& tenant, Kind kind, const std::vector<Prom
         abort_all();
         return;
       }
-      std::string delta = o.text.size() > sent[i] ? o.text.substr(sent[i]) : "";
-      sent[i] = std::max(sent[i], o.text.size());
+      // Until the request ends, the text's tail that could still become a
+      // stop string (which the engine then cuts) is held back.
+      const size_t ready = o.finished ? o.text.size() : o.text.size() - std::min(o.text.size(), hold_back);
+      std::string delta = ready > sent[i] ? o.text.substr(sent[i], ready - sent[i]) : "";
+      sent[i] = std::max(sent[i], ready);
       const char* fr = o.finished ? finish_name(o.finish_reason) : nullptr;
       if (!delta.empty() || o.finished) {
         json c = {{"index", i}, {"finish_reason", fr ? json(fr) : json()}};

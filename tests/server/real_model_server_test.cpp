@@ -106,6 +106,16 @@ TEST(RealModelServer, CompletionSaysParis) {
   EXPECT_EQ(s.status, 200);
   EXPECT_NE(s.body.find("data: [DONE]"), std::string::npos) << s.body;
   EXPECT_NE(s.body.find("\" Paris\""), std::string::npos) << s.body;
+  // A stop string is never streamed, not even its first characters.
+  remote::HttpResult cut =
+      call("POST", "/v1/completions",
+           {{"prompt", kEiffel}, {"max_tokens", 8}, {"temperature", 0}, {"stream", true}, {"stop", ", France"}});
+  std::string streamed;
+  for (size_t at = 0; (at = cut.body.find("data: {", at)) != std::string::npos; ++at) {
+    json chunk = json::parse(cut.body.substr(at + 6, cut.body.find("\n\n", at) - at - 6));
+    streamed += chunk["choices"][0]["text"].get<std::string>();
+  }
+  EXPECT_EQ(streamed, " Paris") << cut.body;
   // Fields the engine does not implement are refused, by name.
   remote::HttpResult bad = call("POST", "/v1/completions", {{"prompt", "x"}, {"n", 2}});
   EXPECT_EQ(bad.status, 400);
