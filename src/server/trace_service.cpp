@@ -144,6 +144,7 @@ void TraceService::start(const std::shared_ptr<Trace>& t, std::vector<runner::Re
   try {
     handles = replicas_.engine(replica).submit_group(std::move(requests), std::move(callbacks), std::move(on_done));
   } catch (const std::exception& e) {  // refused at submission (a group that can never run, bad params)
+    limits_.finished(t->tenant);
     {
       std::lock_guard<std::mutex> lock(mu_);
       replicas_.release(replica, n);
@@ -153,7 +154,6 @@ void TraceService::start(const std::shared_ptr<Trace>& t, std::vector<runner::Re
       t->finished = std::chrono::steady_clock::now();
     }
     changed_.notify_all();
-    limits_.finished(t->tenant);
     return;
   }
   std::lock_guard<std::mutex> lock(mu_);
@@ -209,6 +209,9 @@ void TraceService::complete(Completion c) {
     error_status = 422;
     error = e.what();
   }
+  // The key's place is free before anyone can see the trace ended (a client
+  // that reads the end and posts again must find it free).
+  limits_.finished(t->tenant);
   {
     std::lock_guard<std::mutex> lock(mu_);
     replicas_.release(t->replica, t->num_requests);
@@ -245,7 +248,6 @@ void TraceService::complete(Completion c) {
     }
   }
   changed_.notify_all();
-  limits_.finished(t->tenant);
 }
 
 void TraceService::release_saves(Trace& t, const std::string& why) {
@@ -333,6 +335,7 @@ void TraceService::cancel(const std::string& tenant, const std::string& id) {
     t->state = State::kCancelled;
     t->error = "the trace was cancelled before it started";
     t->error_status = 499;
+    t->finished = std::chrono::steady_clock::now();  // its record is kept for the retention time from now
     changed_.notify_all();
   } else {
     // It is starting right now: abort it once its requests exist.
