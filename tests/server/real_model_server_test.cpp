@@ -357,8 +357,11 @@ TEST(RealModelServer, ReplicasShareTheLoadAndAKilledWorkerFailsOnlyItsReplicasTr
   // The killed replica's traces fail naming the worker; the other replica's run on.
   int failed = 0;
   std::vector<std::string> alive;
-  for (int round = 0; round < 200 && failed == 0; ++round) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  // Until a failure shows, then once more a second later (the killed
+  // replica's traces end one after the other).
+  for (int round = 0, settle = 0; round < 200 && settle < 2; ++round) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(failed ? 1000 : 50));
+    settle += failed ? 1 : 0;
     failed = 0;
     alive.clear();
     for (const auto& id : ids) {
