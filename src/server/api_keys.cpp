@@ -8,6 +8,8 @@
 
 #include <nnsight/error.hpp>
 
+#include "server/random_id.h"
+
 namespace nnsight::server {
 namespace {
 
@@ -25,15 +27,7 @@ std::string trim(const std::string& s) {
 
 }  // namespace
 
-std::string ApiKeys::sha256_hex(const std::string& text) {
-  static const char* hex = "0123456789abcdef";
-  std::string out;
-  for (unsigned char c : sha256(text)) {
-    out += hex[c >> 4];
-    out += hex[c & 15];
-  }
-  return out;
-}
+std::string ApiKeys::sha256_hex(const std::string& text) { return to_hex(sha256(text)); }
 
 ApiKeys ApiKeys::load(const std::string& path) {
   std::ifstream in(path);

@@ -255,9 +255,6 @@ struct HttpServer::Impl {
         }
       }
       for (const auto& f : h) req.headers[lower(std::string(f.name_string()))] = std::string(f.value());
-      beast::error_code rec;
-      req.remote = c.socket.remote_endpoint(rec).address().to_string() + ":" +
-                   std::to_string(c.socket.remote_endpoint(rec).port());
       const auto length = parser.content_length();
       if (length && *length > options.max_body_bytes) {
         send_plain(c, json_error(413, "the request body has " + std::to_string(*length) + " bytes; the limit is " +

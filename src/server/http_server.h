@@ -27,7 +27,6 @@ struct HttpRequest {
   std::map<std::string, std::string> query;    // "?wait=1" -> {"wait": "1"}
   std::map<std::string, std::string> headers;  // names lower-case
   std::string body;
-  std::string remote;  // "127.0.0.1:51234"
 
   std::string header(const std::string& lower_name) const;
 };

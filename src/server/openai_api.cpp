@@ -1,7 +1,5 @@
 #include "server/openai_api.h"
 
-#include <openssl/rand.h>
-
 #include <chrono>
 #include <condition_variable>
 #include <deque>
@@ -14,6 +12,7 @@
 #include "front/remote/sampling_params_json.h"
 #include "runner/engine/async_engine.h"
 #include "server/http_error.h"
+#include "server/random_id.h"
 
 namespace nnsight::server {
 namespace {
@@ -21,18 +20,6 @@ namespace {
 using nlohmann::json;
 
 std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
-
-std::string completion_id(const char* prefix) {
-  unsigned char b[12];
-  RAND_bytes(b, sizeof b);
-  static const char* hex = "0123456789abcdef";
-  std::string id = prefix;
-  for (unsigned char c : b) {
-    id += hex[c >> 4];
-    id += hex[c & 15];
-  }
-  return id;
-}
 
 int64_t unix_now() {
   return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
@@ -219,7 +206,7 @@ void OpenAiApi::run(const std::string& tenant, Kind kind, const std::vector<Prom
   }
   limits_.charge_tokens(tenant, tokens);
 
-  const std::string id = completion_id(kind == Kind::kChat ? "chatcmpl-" : "cmpl-");
+  const std::string id = random_id(kind == Kind::kChat ? "chatcmpl-" : "cmpl-");
   const int64_t created = unix_now();
   const char* object = kind == Kind::kChat ? (stream ? "chat.completion.chunk" : "chat.completion") : "text_completion";
   auto stream_state = std::make_shared<Stream>();

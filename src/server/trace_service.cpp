@@ -1,7 +1,6 @@
 #include "server/trace_service.h"
 
 #include <malloc.h>
-#include <openssl/rand.h>
 
 #include <algorithm>
 
@@ -12,24 +11,13 @@
 #include "front/tracing/graph_trace.h"
 #include "front/tracing/trace_result_file.h"
 #include "server/http_error.h"
+#include "server/random_id.h"
 #include "server/trace_request.h"
 
 namespace nnsight::server {
 namespace {
 
 constexpr size_t kMaxRecords = 100000;  // trace records kept (ended ones are dropped oldest first beyond)
-
-std::string random_id() {
-  unsigned char b[12];
-  if (RAND_bytes(b, sizeof b) != 1) throw Error("serve: no random bytes for a trace id");
-  static const char* hex = "0123456789abcdef";
-  std::string id = "tr_";
-  for (unsigned char c : b) {
-    id += hex[c >> 4];
-    id += hex[c & 15];
-  }
-  return id;
-}
 
 const char* state_name(int s) {
   static const char* names[] = {"queued", "running", "done", "failed", "cancelled"};
@@ -80,14 +68,19 @@ std::string TraceService::submit(const std::string& tenant, const nlohmann::json
     throw HttpError(
         404, "this server serves '" + options_.served_model_name + "', not '" + body["model"].get<std::string>() + "'");
   TraceRequest req = parse_trace_request(body, replicas_.structure(), graph_limits_, tracing::next_trace_id());
-  int64_t tokens = req.max_tokens;
-  for (const auto& r : req.requests)
-    tokens += r.prompt_token_ids.empty() ? static_cast<int64_t>(replicas_.first().encode(r.prompt).size())
-                                         : static_cast<int64_t>(r.prompt_token_ids.size());
-  limits_.charge_tokens(tenant, tokens);
+  if (limits_.options().max_tokens_per_minute > 0) {
+    // Counting needs the prompts' tokens: the engine gets them too, so it
+    // does not tokenize again.
+    int64_t tokens = req.max_tokens;
+    for (auto& r : req.requests) {
+      if (r.prompt_token_ids.empty()) r.prompt_token_ids = replicas_.first().encode(r.prompt);
+      tokens += static_cast<int64_t>(r.prompt_token_ids.size());
+    }
+    limits_.charge_tokens(tenant, tokens);
+  }
 
   auto t = std::make_shared<Trace>();
-  t->id = random_id();
+  t->id = random_id("tr_");
   t->tenant = tenant;
   t->prompts = req.prompts;
   t->prompt_of = req.prompt_of;

@@ -52,6 +52,7 @@ struct Shared {
     o.limits.max_queued_traces = 2;
     o.limits.max_saved_bytes = 4 << 20;
     o.limits.max_trace_seconds = 8;
+    o.limits.max_tokens_per_minute = 1000000;  // counted: traces reach the engine tokenized
     srv = std::make_unique<server::ModelServer>(o);
     url = "http://127.0.0.1:" + std::to_string(srv->port());
   }
