@@ -77,4 +77,10 @@ std::vector<GraphAnalysis> analyze_trace(const std::vector<const Graph*>& graphs
   return out;
 }
 
+bool uses_gradients(const Graph& g) {
+  for (const auto& n : g.nodes)
+    if (n.kind == NodeKind::Backward) return true;
+  return false;
+}
+
 }  // namespace nnsight::dsl

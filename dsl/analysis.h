@@ -52,6 +52,8 @@ struct GraphAnalysis {
 
 // Expects a structurally valid graph (balanced blocks; see validate()).
 GraphAnalysis analyze(const Graph& g);
+// Whether the graph calls backward() (its requests then run with autograd).
+bool uses_gradients(const Graph& g);
 // Analyses every graph of a trace and fills each External's `needed` from the
 // graph it refers to. graphs[i] must be invoke i (validate_trace checks).
 std::vector<GraphAnalysis> analyze_trace(const std::vector<const Graph*>& graphs);

@@ -226,6 +226,8 @@ class Writer {
         i64(n.range.stride);
         return;
       case NodeKind::Cond:
+      case NodeKind::Grad:
+      case NodeKind::Backward:
         refs(n.args);
         return;
       case NodeKind::Else:
@@ -506,6 +508,8 @@ class Reader {
         n.range.stride = i64("iter stride");
         break;
       case NodeKind::Cond:
+      case NodeKind::Grad:
+      case NodeKind::Backward:
         n.args = refs();
         break;
       case NodeKind::Else:

@@ -123,6 +123,26 @@ NodeId GraphBuilder::call(std::string module, NodeId arg, SourceLoc loc) {
   return push(std::move(n), kinds::Tensor);
 }
 
+NodeId GraphBuilder::grad(NodeId value, SourceLoc loc) {
+  check_open(loc);
+  check_ref(value, loc, "grad");
+  Node n;
+  n.kind = NodeKind::Grad;
+  n.args = {value};
+  n.loc = std::move(loc);
+  return push(std::move(n), kinds::Tensor);
+}
+
+NodeId GraphBuilder::backward(NodeId metric, SourceLoc loc) {
+  check_open(loc);
+  check_ref(metric, loc, "backward");
+  Node n;
+  n.kind = NodeKind::Backward;
+  n.args = {metric};
+  n.loc = std::move(loc);
+  return push(std::move(n), kinds::Nothing);
+}
+
 NodeId GraphBuilder::save(NodeId value, std::string name, SaveMode mode, SourceLoc loc) {
   check_open(loc);
   check_ref(value, loc, "save");

@@ -43,6 +43,10 @@ class GraphBuilder : public std::enable_shared_from_this<GraphBuilder> {
   NodeId apply(std::string name, std::vector<NodeId> args, SourceLoc loc);
   // The model's module at `module` (a Hugging Face path) run on `arg`.
   NodeId call(std::string module, NodeId arg, SourceLoc loc);
+  // The gradient of `value` (a module value as read) after a backward().
+  NodeId grad(NodeId value, SourceLoc loc);
+  // Backpropagates `metric` (a one-element tensor) to the values grad() names.
+  NodeId backward(NodeId metric, SourceLoc loc);
   // Empty name: a unique default name (default_save_name of the new node).
   NodeId save(NodeId value, std::string name, SaveMode mode, SourceLoc loc);
   NodeId stop(SourceLoc loc);

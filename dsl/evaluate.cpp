@@ -5,6 +5,8 @@
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
 
+#include <algorithm>
+
 namespace nnsight::dsl {
 namespace {
 
@@ -48,6 +50,10 @@ Value Provider::call(const std::string& module, const Value&) {
   throw Error("module '" + module + "' cannot be called here: this provider has no model");
 }
 
+std::vector<at::Tensor> Provider::backward(const at::Tensor&, const std::vector<at::Tensor>&) {
+  throw Error("backward() cannot run here: this provider has no model");
+}
+
 Evaluator::Evaluator(const ValidatedGraph& graph, Provider& provider, EvalOptions options)
     : g_(graph), provider_(provider), options_(options) {
   values_.resize(g_.size());
@@ -55,7 +61,12 @@ Evaluator::Evaluator(const ValidatedGraph& graph, Provider& provider, EvalOption
   for (NodeId i = 0; i < g_.size(); ++i) {
     const OpDef* op = g_.op(i);
     if (op && op->name == "setitem") copy_consts_ = true;
+    const Node& n = g_.node(i);
+    if (n.kind == NodeKind::Grad &&
+        std::find(grad_sources_.begin(), grad_sources_.end(), n.args[0]) == grad_sources_.end())
+      grad_sources_.push_back(n.args[0]);
   }
+  if (!grad_sources_.empty()) grads_.resize(g_.size());
 }
 
 const Value& Evaluator::value(NodeId id) const {
@@ -222,6 +233,31 @@ void Evaluator::exec(NodeId id) {
         values_[id] = provider_.call(n.name, x);
         break;
       }
+      case NodeKind::Backward: {
+        const Value& m = arg(id, 0);
+        if (!m.is_tensor() || m.as_tensor().numel() != 1)
+          fail(id, "backward() needs a one-element tensor (reduce the metric first), got " + m.describe());
+        std::vector<NodeId> sources;
+        std::vector<at::Tensor> inputs;
+        for (NodeId s : grad_sources_) {
+          if (!computed_[s] || !values_[s].is_tensor()) continue;
+          sources.push_back(s);
+          inputs.push_back(values_[s].as_tensor());
+        }
+        std::vector<at::Tensor> grads = provider_.backward(m.as_tensor(), inputs);
+        TORCH_CHECK(grads.size() == inputs.size(), "Provider::backward returned ", grads.size(), " gradients for ",
+                    inputs.size(), " inputs");
+        for (size_t k = 0; k < sources.size(); ++k) grads_[sources[k]] = Value(grads[k]);
+        break;
+      }
+      case NodeKind::Grad: {
+        const NodeId src = n.args[0];
+        if (grads_[src].is_none())
+          fail(id, "no gradient of " + g_.node(src).describe(src) +
+                       ": no backward() has run since its value was read (backward() a metric computed from it)");
+        values_[id] = grads_[src];
+        break;
+      }
       case NodeKind::Save:
         provider_.save(n.name, arg(id, 0), n.save_mode);
         break;
@@ -246,7 +282,10 @@ void Evaluator::exec(NodeId id) {
   } catch (const std::exception& e) {
     fail(id, e.what());
   }
-  if (n.has_value()) computed_[id] = 1;
+  if (n.has_value()) {
+    computed_[id] = 1;
+    if (!grads_.empty() && n.kind != NodeKind::Grad) grads_[id] = Value();  // a new value: its old gradient is gone
+  }
 }
 
 EvalStatus evaluate(const ValidatedGraph& graph, Provider& provider, const EvalOptions& options) {

@@ -20,6 +20,10 @@
 //     error; after a loop it holds the value from the last iteration.
 //   - Const tensors are copied when the graph contains a setitem, so an in-
 //     place assignment never changes the graph's constants.
+//   - Backward hands the provider the metric and the current values of the
+//     nodes Grad nodes name; Grad then reads the gradient of its node from
+//     the latest Backward (an error when none ran since that node's value was
+//     computed).
 //   - Errors come back as EvalError naming the node, op and source location.
 #pragma once
 
@@ -54,6 +58,10 @@ class Provider {
   // A Call node: the model's module `module` run on `arg` (a tensor) with the
   // worker's weights. The default throws (no model behind this provider).
   virtual Value call(const std::string& module, const Value& arg);
+  // A Backward node: the gradients of `metric` (one element) with respect to
+  // each of `inputs` (values the graph read from the model), zeros where it
+  // does not depend on one. The default throws (no model behind this provider).
+  virtual std::vector<at::Tensor> backward(const at::Tensor& metric, const std::vector<at::Tensor>& inputs);
 };
 
 struct EvalOptions {
@@ -97,6 +105,8 @@ class Evaluator {
   std::vector<int64_t> iter_steps_;    // current step of each enclosing Iter, innermost last
   std::vector<const Value*> scratch_;  // op arguments, reused
   bool copy_consts_ = false;
+  std::vector<NodeId> grad_sources_;  // nodes whose gradient a Grad node reads
+  std::vector<Value> grads_;          // per node: its gradient from the latest Backward (sized when used)
   bool ran_ = false;
 };
 

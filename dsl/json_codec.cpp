@@ -146,6 +146,8 @@ Json node_json(const Node& n, size_t id) {
       j["stride"] = n.range.stride;
       break;
     case NodeKind::Cond:
+    case NodeKind::Grad:
+    case NodeKind::Backward:
       j["args"] = n.args;
       break;
     case NodeKind::Else:
@@ -530,6 +532,8 @@ class Reader {
         break;
       }
       case NodeKind::Cond:
+      case NodeKind::Grad:
+      case NodeKind::Backward:
         only_keys(j, ptr, {"id", "kind", "loc", "args"});
         n.args = refs(j, ptr);
         break;

@@ -30,6 +30,10 @@ const char* node_kind_name(NodeKind k) {
       return "apply";
     case NodeKind::Call:
       return "call";
+    case NodeKind::Grad:
+      return "grad";
+    case NodeKind::Backward:
+      return "backward";
   }
   return "?";
 }
@@ -48,6 +52,7 @@ bool Node::has_value() const {
     case NodeKind::External:
     case NodeKind::Apply:
     case NodeKind::Call:
+    case NodeKind::Grad:
       return true;
     default:
       return false;
@@ -97,6 +102,8 @@ bool identical(const Node& a, const Node& b) {
     case NodeKind::Iter:
       return a.range == b.range;
     case NodeKind::Cond:
+    case NodeKind::Grad:
+    case NodeKind::Backward:
       return a.args == b.args;
     case NodeKind::Else:
     case NodeKind::End:

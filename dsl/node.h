@@ -31,8 +31,10 @@ enum class NodeKind : uint8_t {
   External = 10,  // the value of node ext_node of invoke ext_invoke of the same trace
   Apply = 11,     // name(args...) from the worker's FunctionRegistry
   Call = 12,      // the model's module `name` run on args[0] with the worker's weights
+  Grad = 13,      // the gradient of args[0] (a module value read by a Get) from the latest Backward
+  Backward = 14,  // backpropagates args[0] (a one-element tensor) to the values Grad nodes name
 };
-constexpr int kNumNodeKinds = 13;
+constexpr int kNumNodeKinds = 15;
 const char* node_kind_name(NodeKind k);  // "const", "get", ...
 
 // Which generation step a Get/Set addresses.
@@ -78,7 +80,7 @@ struct Node {
   NodeKind kind = NodeKind::Const;
   SourceLoc loc;             // the user's file and line
   std::string name;          // Get/Set: provider key; Op: op; Apply: function; Save: save name; Call: module path
-  std::vector<NodeId> args;  // Op/Apply: arguments; Set/Save/Cond/Call: exactly one
+  std::vector<NodeId> args;  // Op/Apply: arguments; Set/Save/Cond/Call/Grad/Backward: exactly one
   Value value;               // Const
   StepSpec step;             // Get/Set
   IterRange range;           // Iter

@@ -394,6 +394,17 @@ Proxy Proxy::le(const Operand& o) const { return binary("le", Operand(*this, o.s
 Proxy Proxy::gt(const Operand& o) const { return binary("gt", Operand(*this, o.site().file(), o.site().line()), o); }
 Proxy Proxy::ge(const Operand& o) const { return binary("ge", Operand(*this, o.site().file(), o.site().line()), o); }
 
+Proxy Proxy::grad(CallSite site) const {
+  Rec r(site.loc(), {this});
+  const NodeId v = r.p(*this);
+  return ProxyAccess::make(r.b, r.b->grad(v, r.loc));
+}
+
+void Proxy::backward(CallSite site) const {
+  Rec r(site.loc(), {this});
+  r.b->backward(r.p(*this), r.loc);
+}
+
 Saved Proxy::save(CallSite site) const { return save_impl(*this, "", dsl::SaveMode::Replace, site); }
 Saved Proxy::save(const std::string& name, CallSite site) const {
   if (name.empty()) throw BuildError(site.loc().str() + ": empty save name");

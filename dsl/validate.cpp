@@ -184,6 +184,36 @@ class Validator {
         kinds[id] = def->result_kind(ks.data(), ks.size());
         break;
       }
+      case NodeKind::Grad: {
+        check_args(id, n.args, 1);
+        // The gradient is that of a value the model holds, as read: a
+        // module's output or input, the logits, or an element of a module's
+        // tuple (not a value computed from them, which the model never sees).
+        NodeId src = n.args[0];
+        const Node* s = &g_.nodes[src];
+        if (s->kind == NodeKind::Op && s->name == "getitem" && s->args.size() == 2 &&
+            g_.nodes[s->args[1]].kind == NodeKind::Const && g_.nodes[s->args[1]].value.kind() == ValueKind::Int)
+          s = &g_.nodes[s->args[0]];
+        auto pk = s->kind == NodeKind::Get ? parse_provider_key(s->name) : std::nullopt;
+        if (!pk || (pk->kind != KeyKind::ModuleOutput && pk->kind != KeyKind::ModuleInput &&
+                    pk->kind != KeyKind::ModuleInputs && pk->kind != KeyKind::Logits))
+          fail(id,
+               "grad() is taken of a value read from the model (a module's output or input, an element of its "
+               "tuple, or logits), not of " +
+                   g_.nodes[src].describe(src));
+        if ((kinds[src] & kinds::Tensor) == 0)
+          fail(id, "grad() of a " + describe_mask(kinds[src]) + ": take an element of the tuple first");
+        if (!seen_backward_)
+          fail(id, "grad() is read before any backward(): gradients exist once metric.backward() has run");
+        kinds[id] = kinds::Tensor;
+        break;
+      }
+      case NodeKind::Backward:
+        check_args(id, n.args, 1);
+        if ((kinds[n.args[0]] & kinds::Tensor) == 0)
+          fail(id, "backward() of a " + describe_mask(kinds[n.args[0]]) + ": it needs a one-element tensor");
+        seen_backward_ = true;
+        break;
       case NodeKind::Call:
         // Whether the module exists and can be called is the model's to say
         // (the tracing layer checks it against the model's structure).
@@ -293,6 +323,7 @@ class Validator {
   const Limits& lim_;
   std::vector<Block> blocks_;
   std::unordered_set<std::string> save_names_;
+  bool seen_backward_ = false;  // a Backward node came earlier in program order
   uint64_t constant_bytes_ = 0;
 };
 

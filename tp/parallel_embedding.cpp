@@ -6,6 +6,7 @@
 
 #include "core/kernels/linear.h"
 #include "core/kernels/packed_linear.h"
+#include "core/gradient_forward.h"
 #include "core/lazy_zeros.h"
 
 namespace nnsight::tp {
@@ -30,14 +31,16 @@ at::Tensor VocabParallelEmbedding::forward(const at::Tensor& ids) {
     auto scaled = [&](at::Tensor y) {
       return output_scale_ == 0.0 ? y : y * at::scalar_tensor(output_scale_, y.options()).item();
     };
-    if (ctx_.single()) return scaled(lookup(in));
+    // A gradient forward: these rows are the leaf every gradient flows back to.
+    auto leaf = [](at::Tensor y) { return GradientForward::active() ? y.requires_grad_(true) : y; };
+    if (ctx_.single()) return leaf(scaled(lookup(in)));
     // Ids owned by other ranks look up row 0 and are zeroed before the sum.
     at::Tensor local = in - rows_.start;
     at::Tensor outside = (local < 0).logical_or_(local >= rows_.length);
     at::Tensor y = lookup(local.masked_fill(outside, 0));
     y.masked_fill_(outside.unsqueeze(-1), 0);
     ctx_.group->all_reduce_sum(y);
-    return scaled(y);
+    return leaf(scaled(y));
   });
 }
 

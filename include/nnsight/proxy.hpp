@@ -129,6 +129,15 @@ class Proxy {
   Proxy gt(const Operand& other) const;
   Proxy ge(const Operand& other) const;
 
+  // ---- gradients (docs/gradients.md) ----
+  // The gradient of this value -- a module's .output()/.input(), an element
+  // of its tuple, or logits, as read -- from the latest backward() before
+  // this point: read it after calling backward().
+  Proxy grad(CallSite site = CallSite()) const;
+  // Backpropagates this one-element value through the model's forward of this
+  // step (NNsight's metric.backward()); the trace then runs with autograd.
+  void backward(CallSite site = CallSite()) const;
+
   // ---- saving ----
   // The value of this proxy, read after the run through the returned handle.
   // Inside an iteration the last value wins.

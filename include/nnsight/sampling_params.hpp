@@ -110,6 +110,13 @@ class SamplingParams {
     trace_id_ = v;
     return *this;
   }
+  // The request's graphs ask for gradients: its steps run with autograd, apart
+  // from every other request's (set by the tracing front end; docs/gradients.md).
+  bool gradients() const { return gradients_; }
+  SamplingParams& gradients(bool v) {
+    gradients_ = v;
+    return *this;
+  }
   int32_t invoke_index() const { return invoke_index_; }
   SamplingParams& invoke_index(int32_t v) {
     invoke_index_ = v;
@@ -123,7 +130,7 @@ class SamplingParams {
   void serialize(Archive& ar) {
     ar(temperature_, top_p_, top_k_, min_p_, seed_, logprobs_, max_tokens_, stop_token_ids_, stop_, ignore_eos_,
        skip_special_tokens_, group_id_, allow_chunking_, prefix_caching_, cache_salt_, payload_, trace_id_,
-       invoke_index_);
+       invoke_index_, gradients_);
   }
 
  private:
@@ -145,6 +152,7 @@ class SamplingParams {
   std::string payload_;
   uint64_t trace_id_ = 0;
   int32_t invoke_index_ = 0;
+  bool gradients_ = false;
 };
 
 }  // namespace nnsight

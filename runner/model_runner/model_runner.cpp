@@ -3,7 +3,9 @@
 #include <ATen/ATen.h>
 
 #include <algorithm>
+#include <optional>
 
+#include "core/gradient_forward.h"
 #include "runner/model_runner/current_step.h"
 #include "tp/collective_error.h"
 
@@ -169,6 +171,12 @@ void ModelRunner::finish(const at::Tensor& tokens, ModelRunnerOutput& out) {
   out.sampled = std::move(kept);
 }
 
+bool ModelRunner::gradient_step() const {
+  for (const auto& r : groups())
+    if (states_.at(r.id).params.gradients()) return true;
+  return false;
+}
+
 ModelRunnerOutput ModelRunner::execute(const SchedulerOutput& step) {
   ModelRunnerOutput out;
   out.step = step.step;
@@ -179,12 +187,16 @@ ModelRunnerOutput ModelRunner::execute(const SchedulerOutput& step) {
   const StepContext ctx = context();
   ScopedCurrentStep current(&ctx);
   try {
+    // Requests that asked for gradients run in steps of their own (the
+    // scheduler keeps them apart), recording an autograd graph.
+    std::optional<GradientForward> gradients;
+    if (gradient_step()) gradients.emplace();
     for (auto& o : observers_) o->before_forward(ctx);
     at::Tensor hidden = forward();
     for (auto& o : observers_) o->after_forward(ctx);
     at::Tensor logits = compute_logits(hidden);
     for (auto& o : observers_) o->on_logits(ctx, logits);
-    at::Tensor tokens = sample(logits, out);
+    at::Tensor tokens = sample(gradients ? logits.detach() : logits, out);
     for (auto& o : observers_) o->on_samples(ctx, tokens);
     collect_observer_errors(out);
     finish(tokens.to(at::kCPU, at::kLong).contiguous(), out);

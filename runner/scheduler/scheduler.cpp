@@ -145,9 +145,26 @@ SchedulerOutput Scheduler::schedule() {
     out.scheduled.push_back(std::move(s));
   };
 
-  // 1) Running requests, in arrival order.
+  // Requests that asked for gradients never share a step with others: their
+  // forward records an autograd graph and their backward would run over every
+  // row of the step. One gradient group runs at a time; while both kinds have
+  // work, the steps alternate.
+  auto grads = [](const RequestPtr& r) { return r->params.gradients(); };
+  const bool grad_running = std::any_of(running_.begin(), running_.end(), grads);
+  const bool plain_running = !std::all_of(running_.begin(), running_.end(), grads);
+  const bool grad_head = !waiting_.empty() && grads(waiting_.front());
+  const bool grad_work = grad_running || grad_head;
+  const bool plain_work = plain_running || (!waiting_.empty() && !grad_head);
+  const bool grad_step = grad_work && (!plain_work || !last_step_gradients_);
+  last_step_gradients_ = grad_step;
+
+  // 1) Running requests of this step's kind, in arrival order.
   for (size_t i = 0; i < running_.size() && budget > 0;) {
     RequestPtr r = running_[i];
+    if (grads(r) != grad_step) {
+      ++i;
+      continue;
+    }
     const int64_t remaining = r->num_tokens() - r->num_computed;
     const int64_t n = std::min(remaining, budget);
     TORCH_CHECK(n > 0, "Scheduler: running request ", r->id, " has nothing to compute");
@@ -169,6 +186,9 @@ SchedulerOutput Scheduler::schedule() {
   // 2) Waiting requests, first come first served, whole groups at a time.
   while (!preempted_now && !waiting_.empty() && budget > 0 &&
          static_cast<int64_t>(running_.size()) < config_.max_num_seqs) {
+    // FCFS across kinds: a head of the other kind waits for its own step (a
+    // gradient group also for the running one to end).
+    if (grads(waiting_.front()) != grad_step || (grad_step && grad_running)) break;
     std::vector<RequestPtr> group = waiting_group_of_head();
     if (static_cast<int64_t>(running_.size() + group.size()) > config_.max_num_seqs) break;
 
@@ -223,6 +243,7 @@ SchedulerOutput Scheduler::schedule() {
       }
       emit(*g, counts[k]);
     }
+    if (grad_step) break;  // one gradient group per step
   }
   // Nothing runs and the head of the queue still cannot be admitted: it never
   // will be (check_group should have refused it). Fail its group rather than spin.

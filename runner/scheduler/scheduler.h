@@ -86,6 +86,7 @@ class Scheduler {
   std::vector<uint64_t> pending_preempted_;
   std::vector<RequestPtr> unschedulable_;
   uint64_t step_ = 0;
+  bool last_step_gradients_ = false;  // the last step ran gradient requests
   int64_t num_preemptions_ = 0;
 };
 

@@ -178,8 +178,7 @@ at::Tensor RotaryAttention::forward(const at::Tensor& x, const batching::BatchMe
     k = k.clone(at::MemoryFormat::Contiguous);
     spec_.rotary->apply_(q, meta.positions);
     spec_.rotary->apply_(k, meta.positions);
-    kernels::write_kv(kv, k, v, meta);
-    at::Tensor o = kernels::paged_attention(q, kv, meta, spec_.scale, spec_.options);  // [T, heads, d]
+    at::Tensor o = kernels::attend(q, k, v, kv, meta, spec_.scale, spec_.options);  // [T, heads, d]
     return o_proj->forward(o.reshape({t, local_heads_ * d}));
   });
 }

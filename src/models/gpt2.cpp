@@ -36,8 +36,7 @@ at::Tensor GPT2Attention::forward(const at::Tensor& x, const batching::BatchMeta
     at::Tensor q = qkv.narrow(1, 0, local).reshape({t, local_heads_, head_dim_});
     at::Tensor k = qkv.narrow(1, local, local).reshape({t, local_heads_, head_dim_});
     at::Tensor v = qkv.narrow(1, 2 * local, local).reshape({t, local_heads_, head_dim_});
-    kernels::write_kv(kv, k, v, meta);
-    at::Tensor o = kernels::paged_attention(q, kv, meta, scale_);  // [T, heads, d]
+    at::Tensor o = kernels::attend(q, k, v, kv, meta, scale_);  // [T, heads, d]
     return c_proj->forward(o.reshape({t, local}));
   });
 }

@@ -58,8 +58,7 @@ at::Tensor LlamaAttention::forward(const at::Tensor& x, const batching::BatchMet
     // Rotated copies: the projections' outputs stay as hooks saw them.
     rotary_->apply_(q, meta.positions);
     rotary_->apply_(k, meta.positions);
-    kernels::write_kv(kv, k, v, meta);
-    at::Tensor o = kernels::paged_attention(q, kv, meta, scale_, options_);  // [T, heads, d]
+    at::Tensor o = kernels::attend(q, k, v, kv, meta, scale_, options_);  // [T, heads, d]
     return o_proj->forward(o.reshape({t, local_heads_ * head_dim_}));
   });
 }

@@ -1,5 +1,7 @@
 #include "support/dsl_fake_provider.h"
 
+#include <torch/csrc/autograd/autograd.h>
+
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
 
@@ -49,6 +51,25 @@ dsl::Value FakeProvider::external(uint32_t invoke, dsl::NodeId node) {
     throw dsl::ValueNeverProvided("no external value for invoke " + std::to_string(invoke) + " node " +
                                   std::to_string(node));
   return it->second;
+}
+
+std::vector<at::Tensor> FakeProvider::backward(const at::Tensor& metric, const std::vector<at::Tensor>& inputs) {
+  ++backwards;
+  // Values that take no part in autograd (the made-up defaults) get zeros.
+  std::vector<at::Tensor> reached;
+  for (const auto& x : inputs)
+    if (x.requires_grad()) reached.push_back(x);
+  std::vector<at::Tensor> grads;
+  if (metric.requires_grad() && !reached.empty())
+    grads = torch::autograd::grad({metric}, reached, {}, /*retain_graph=*/true, /*create_graph=*/false,
+                                  /*allow_unused=*/true);
+  std::vector<at::Tensor> out;
+  size_t k = 0;
+  for (const auto& x : inputs) {
+    at::Tensor g = x.requires_grad() && k < grads.size() ? grads[k++] : at::Tensor();
+    out.push_back(g.defined() ? g : at::zeros_like(x));
+  }
+  return out;
 }
 
 dsl::Value FakeProvider::call(const std::string& module, const dsl::Value& arg) {

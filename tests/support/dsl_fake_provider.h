@@ -33,6 +33,9 @@ class FakeProvider : public dsl::Provider {
   void stop() override { ++stops; }
   // A `call`: records the module and returns 3 * x + 1 (a stand-in for the module).
   dsl::Value call(const std::string& module, const dsl::Value& arg) override;
+  // A `backward`: plain autograd from the metric to the inputs (zeros where unused).
+  std::vector<at::Tensor> backward(const at::Tensor& metric, const std::vector<at::Tensor>& inputs) override;
+  int backwards = 0;
 
   // What happened.
   std::vector<std::pair<std::string, int64_t>> gets;

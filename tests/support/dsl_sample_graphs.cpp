@@ -64,6 +64,9 @@ dsl::Graph every_kind_graph() {
   b->save(scaled, "scaled", dsl::SaveMode::Replace, L(36));
   // One of the model's modules run on a graph value.
   b->save(b->call("model.norm", h2, L(37)), "called", dsl::SaveMode::Replace, L(37));
+  // A backward of a metric, then the gradient of a value read from the model.
+  b->backward(b->op("sum", {h2}, L(38)), L(38));
+  b->save(b->grad(h, L(39)), "h_grad", dsl::SaveMode::Replace, L(39));
   // A bounded iteration with a condition and an else.
   NodeId it = b->begin_iter(dsl::IterRange::range(1, 5, 2), L(40));
   NodeId lg = b->get("logits", dsl::StepSpec::iter(0), L(41));

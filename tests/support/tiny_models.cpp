@@ -125,28 +125,25 @@ at::Tensor causal_attention(const at::Tensor& q, const at::Tensor& k, const at::
   return out;
 }
 
-// Rotate-half rotary embedding with angles computed in double precision.
+// Rotate-half rotary embedding with angles computed in double precision
+// (from ATen ops, so that autograd goes through it: the gradient tests
+// differentiate this reference).
 at::Tensor rope(const at::Tensor& x, double theta) {
-  const int64_t len = x.size(0), heads = x.size(1), d = x.size(2), half = d / 2;
-  at::Tensor out = x.clone();
-  auto xa = x.accessor<float, 3>();
-  auto oa = out.accessor<float, 3>();
-  for (int64_t p = 0; p < len; ++p)
-    for (int64_t h = 0; h < heads; ++h)
-      for (int64_t i = 0; i < half; ++i) {
-        const double angle = p * std::pow(theta, -2.0 * i / d);
-        const double c = std::cos(angle), s = std::sin(angle);
-        const double x1 = xa[p][h][i], x2 = xa[p][h][i + half];
-        oa[p][h][i] = static_cast<float>(x1 * c - x2 * s);
-        oa[p][h][i + half] = static_cast<float>(x2 * c + x1 * s);
-      }
-  return out;
+  const int64_t len = x.size(0), d = x.size(2), half = d / 2;
+  at::Tensor pos = at::arange(len, at::kDouble).unsqueeze(1);                                 // [len, 1]
+  at::Tensor freq = at::pow(theta, at::arange(half, at::kDouble) * (-2.0 / d)).unsqueeze(0);  // [1, half]
+  at::Tensor angle = (pos * freq).unsqueeze(1);                                               // [len, 1, half]
+  at::Tensor c = angle.cos(), s = angle.sin();
+  at::Tensor xd = x.to(at::kDouble);
+  at::Tensor x1 = xd.narrow(2, 0, half), x2 = xd.narrow(2, half, half);
+  return at::cat({x1 * c - x2 * s, x2 * c + x1 * s}, 2).to(x.scalar_type());
 }
 
 }  // namespace
 
 DenseOutput dense_reference(const ModelConfig& cfg, const std::map<std::string, at::Tensor>& params,
-                            const std::vector<int64_t>& tokens) {
+                            const std::vector<int64_t>& tokens, const DenseTap& tap_fn) {
+  auto tap = [&](const std::string& name, const at::Tensor& t) { return tap_fn ? tap_fn(name, t) : t; };
   const int64_t len = static_cast<int64_t>(tokens.size()), d = cfg.head_dim;
   at::Tensor ids = at::tensor(tokens, at::kLong);
   DenseOutput out;
@@ -159,13 +156,14 @@ DenseOutput dense_reference(const ModelConfig& cfg, const std::map<std::string, 
       at::Tensor k = linear(h, params, pre + "self_attn.k_proj", cfg.attention_bias).view({len, cfg.num_kv_heads, d});
       at::Tensor v = linear(h, params, pre + "self_attn.v_proj", cfg.attention_bias).view({len, cfg.num_kv_heads, d});
       at::Tensor a = causal_attention(rope(q, cfg.rope_theta), rope(k, cfg.rope_theta), v).reshape({len, -1});
-      x = x + linear(a, params, pre + "self_attn.o_proj", cfg.attention_bias);
+      x = x + tap(pre + "self_attn", linear(a, params, pre + "self_attn.o_proj", cfg.attention_bias));
       h = rms(x, P(params, pre + "post_attention_layernorm.weight"), cfg.norm_eps);
       at::Tensor gate = linear(h, params, pre + "mlp.gate_proj", cfg.mlp_bias);
       at::Tensor up = linear(h, params, pre + "mlp.up_proj", cfg.mlp_bias);
-      x = x + linear(gate * at::sigmoid(gate) * up, params, pre + "mlp.down_proj", cfg.mlp_bias);
+      x = x + tap(pre + "mlp", linear(gate * at::sigmoid(gate) * up, params, pre + "mlp.down_proj", cfg.mlp_bias));
+      x = tap("model.layers." + std::to_string(l), x);
     }
-    out.hidden = rms(x, P(params, "model.norm.weight"), cfg.norm_eps);
+    out.hidden = tap("model.norm", rms(x, P(params, "model.norm.weight"), cfg.norm_eps));
     const std::string head = cfg.tie_word_embeddings ? "model.embed_tokens.weight" : "lm_head.weight";
     out.logits = at::matmul(out.hidden, P(params, head).t());
     return out;

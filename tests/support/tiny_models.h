@@ -5,6 +5,7 @@
 
 #include <ATen/ATen.h>
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -38,7 +39,12 @@ struct DenseOutput {
   at::Tensor hidden;
   at::Tensor logits;
 };
+// `tap` (Llama only), when given, sees each module output the reference
+// computes -- "model.layers.L.self_attn", "model.layers.L.mlp",
+// "model.layers.L" and "model.norm" -- and returns the value the forward goes
+// on with (add a zero tensor that requires grad to take gradients there).
+using DenseTap = std::function<at::Tensor(const std::string& module, const at::Tensor& output)>;
 DenseOutput dense_reference(const ModelConfig& cfg, const std::map<std::string, at::Tensor>& params,
-                            const std::vector<int64_t>& tokens);
+                            const std::vector<int64_t>& tokens, const DenseTap& tap = nullptr);
 
 }  // namespace nnsight::testing

@@ -1,5 +1,7 @@
 #include "core/kernels/linear.h"
 
+#include "core/kernels/kernel_gradients.h"
+
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 
@@ -224,6 +226,7 @@ at::Tensor linear_on_path(LinearPath path, const at::Tensor& x, const at::Tensor
 }
 
 at::Tensor linear(const at::Tensor& x, const at::Tensor& w, const at::Tensor& bias) {
+  if (records_grad(x)) return linear_recorded(x, w, bias);
   if (!linear_uses_kernel(x, w, bias)) return at::linear(x, w, bias);
   const TileSet* tiles = tiles_for(linear_default_path(x.scalar_type()), x.scalar_type());
   return run_kernel(*tiles, x, w, bias);

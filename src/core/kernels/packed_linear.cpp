@@ -1,5 +1,7 @@
 #include "core/kernels/packed_linear.h"
 
+#include "core/kernels/kernel_gradients.h"
+
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 
@@ -182,6 +184,7 @@ at::Tensor packed_linear_on_path(PackedPath path, const at::Tensor& x, const Pac
 }
 
 at::Tensor packed_linear(const at::Tensor& x, const PackedMatrix& w, const at::Tensor& bias) {
+  if (records_grad(x)) return packed_linear_recorded(x, w, bias);
   return packed_linear_on_path(PackedPath::Auto, x, w, bias);
 }
 

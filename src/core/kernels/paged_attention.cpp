@@ -10,6 +10,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "core/kernels/kernel_gradients.h"
 #include "core/kernels/row_ops.h"
 
 namespace nnsight::kernels {
@@ -119,6 +120,14 @@ void attention_cpu(const at::Tensor& q, const KVCache& cache, const batching::Ba
 }
 
 }  // namespace
+
+at::Tensor attend(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, KVCache& cache,
+                  const batching::BatchMeta& meta, double scale, const AttentionOptions& options) {
+  if (records_grad(q) || records_grad(k) || records_grad(v))
+    return attend_recorded(q, k, v, cache, meta, scale, options);
+  write_kv(cache, k, v, meta);
+  return paged_attention(q, cache, meta, scale, options);
+}
 
 at::Tensor paged_attention(const at::Tensor& q, const KVCache& cache, const batching::BatchMeta& meta, double scale,
                            const AttentionOptions& options) {

@@ -31,6 +31,12 @@ void write_kv(KVCache& cache, const at::Tensor& k, const at::Tensor& v, const ba
 at::Tensor paged_attention(const at::Tensor& q, const KVCache& cache, const batching::BatchMeta& meta, double scale,
                            const AttentionOptions& options = {});
 
+// This step's attention in one call: write_kv(cache, k, v, meta), then
+// paged_attention(q, ...). In a gradient forward (q, k or v requires grad)
+// the call is recorded for autograd (kernel_gradients.h).
+at::Tensor attend(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, KVCache& cache,
+                  const batching::BatchMeta& meta, double scale, const AttentionOptions& options = {});
+
 // Device-generic implementation from ATen ops (one gather + matmul per
 // sequence). Used on CUDA and as a cross-check of the CPU kernel in tests.
 at::Tensor paged_attention_generic(const at::Tensor& q, const KVCache& cache, const batching::BatchMeta& meta,

@@ -6,6 +6,8 @@
 
 #include <cmath>
 
+#include "core/kernels/kernel_gradients.h"
+
 namespace nnsight::kernels {
 
 namespace {
@@ -37,6 +39,7 @@ void rms_norm_cpu(const at::Tensor& x, const at::Tensor& w, double eps, at::Tens
 }  // namespace
 
 at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps) {
+  if (records_grad(x)) return rms_norm_recorded(x, weight, eps);
   TORCH_CHECK(x.dim() == 2 && weight.dim() == 1 && x.size(1) == weight.size(0),
               "rms_norm: expected x [rows, hidden] and weight [hidden]");
   if (x.device().is_cpu() && x.scalar_type() == weight.scalar_type()) {

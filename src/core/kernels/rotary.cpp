@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/kernels/kernel_gradients.h"
+
 namespace nnsight::kernels {
 
 namespace {
@@ -95,6 +97,10 @@ RotaryEmbedding::RotaryEmbedding(int64_t head_dim, int64_t max_position, double 
 
 void RotaryEmbedding::apply_(at::Tensor& x, const at::Tensor& positions) const {
   TORCH_CHECK(x.dim() == 3 && x.size(2) >= head_dim_, "RotaryEmbedding: x must be [tokens, heads, >= ", head_dim_, "]");
+  if (records_grad(x)) {
+    x = rotary_recorded(*this, x, positions);  // a rotated copy in the graph, not an untracked in-place write
+    return;
+  }
   if (x.device().is_cpu() && x.is_contiguous()) {
     AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, x.scalar_type(), "rotary",
                                     [&] { rotate_cpu<scalar_t>(x, head_dim_, positions, cos_, sin_); });

@@ -22,12 +22,16 @@ class RotaryEmbedding {
   // times the attention factor).
   RotaryEmbedding(int64_t head_dim, int64_t max_position, double theta, const RopeScaling& scaling);
 
-  // Rotates x in place. x: [num_tokens, heads, D] with D >= head_dim (the
+  // Rotates x in place (in a gradient forward, x becomes a rotated copy that
+  // autograd records: kernel_gradients.h). x: [num_tokens, heads, D] with D >= head_dim (the
   // first head_dim features of each head turn); positions: [num_tokens] int64.
   void apply_(at::Tensor& x, const at::Tensor& positions) const;
 
   int64_t max_position() const { return max_position_; }
   const at::Tensor& inv_freq() const { return inv_freq_; }  // [head_dim / 2] float32
+  int64_t head_dim() const { return head_dim_; }
+  const at::Tensor& cos_table() const { return cos_; }  // [max_position, head_dim / 2] float32
+  const at::Tensor& sin_table() const { return sin_; }
 
  private:
   int64_t head_dim_;

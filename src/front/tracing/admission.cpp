@@ -6,6 +6,7 @@
 
 #include <nnsight/error.hpp>
 
+#include "dsl/analysis.h"
 #include "dsl/provider_key.h"
 #include "dsl/validate.h"
 #include "front/tracing/schedule_check.h"
@@ -26,6 +27,21 @@ std::set<std::string> module_keys(const dsl::Graph& g) {
   return keys;
 }
 
+// Keys of the Get nodes whose values a Grad node names (directly, or through
+// an element of a tuple): their reads are written back into the model's
+// value in a gradient step, so that the value read is the one the forward
+// goes on with and autograd can reach it.
+std::set<std::string> grad_keys(const dsl::Graph& g) {
+  std::set<std::string> keys;
+  for (const auto& n : g.nodes) {
+    if (n.kind != dsl::NodeKind::Grad) continue;
+    const dsl::Node* s = &g.nodes[n.args[0]];
+    if (s->kind == dsl::NodeKind::Op) s = &g.nodes[s->args[0]];  // getitem of a tuple (validated)
+    keys.insert(s->name);
+  }
+  return keys;
+}
+
 }  // namespace
 
 void admit_request(const runner::NewRequest& nr, TracePayload payload, TraceGroup& g, const AdmissionContext& ctx) {
@@ -34,12 +50,21 @@ void admit_request(const runner::NewRequest& nr, TracePayload payload, TraceGrou
   for (auto& pg : payload.graphs) {
     check_graph(pg.graph, *ctx.structure);
     std::set<std::string> keys = module_keys(pg.graph);
+    const bool backward = dsl::uses_gradients(pg.graph);
+    if (backward && !nr.params.gradients())
+      throw TraceError(
+          "the trace calls backward(), but its requests were not admitted for gradients "
+          "(SamplingParams::gradients; the tracing front end sets it)");
+    if (backward && ctx.world_size > 1)
+      throw TraceError("gradients (backward()) need tensor_parallel_size 1; this engine runs " +
+                       std::to_string(ctx.world_size) + " ranks");
     const uint32_t invoke = pg.graph.invoke;
     dsl::ValidatedGraph vg = dsl::validate(
         std::move(pg.graph), dsl::ValidateOptions().with_limits(ctx.limits).with_functions(ctx.functions));
     auto m = std::make_unique<Mediator>(g, pg.role == GraphRole::kPromptless ? 0 : nr.id, invoke, pg.role,
                                         std::move(vg), ctx.functions);
     m->module_keys = std::move(keys);
+    m->grad_keys = grad_keys(m->graph());
     m->set_caller(ctx.caller);
     if (ctx.memory_budget_bytes > 0) m->set_memory_budget(std::make_shared<MemoryBudget>(ctx.memory_budget_bytes));
     g.add(std::move(m));

@@ -27,6 +27,7 @@ struct AdmissionContext {
   const dsl::FunctionRegistry* functions = nullptr;
   int64_t memory_budget_bytes = 0;       // what one request's graphs may hold at once; 0 = unbounded
   const ModuleCaller* caller = nullptr;  // runs `call` nodes
+  int world_size = 1;                    // tensor-parallel ranks: gradients need 1
 };
 
 void admit_request(const runner::NewRequest& request, TracePayload payload, TraceGroup& group,

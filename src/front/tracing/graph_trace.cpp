@@ -117,6 +117,7 @@ PreparedGraphTrace prepare_graph_trace(const runner::ModelStructure& structure,
       out.prompt_of.push_back(groups[i][k]);
     }
   }
+  share_gradients(out.requests);
   return out;
 }
 

@@ -7,6 +7,7 @@
 
 #include <nnsight/error.hpp>
 
+#include "core/gradient_forward.h"
 #include "dsl/errors.h"
 #include "dsl/provider_key.h"
 #include "front/tracing/admission.h"
@@ -41,7 +42,8 @@ std::string missed_message(const std::string& key, int64_t step) {
 
 Interleaver::Interleaver(runner::ModelRunner& runner, const InterleaverOptions& options)
     : runner_(runner),
-      admission_{&runner.structure(), options.limits, options.functions, options.memory_budget_bytes, this},
+      admission_{&runner.structure(),         options.limits, options.functions,
+                 options.memory_budget_bytes, this,           options.world_size},
       vocab_size_(runner.model().config().vocab_size) {
   if (options.memory_budget_bytes > 0) install_budget_allocator();
   for (auto& [path, m] : runner_.model().named_hookable_modules()) modules_[path] = m;
@@ -214,6 +216,8 @@ void Interleaver::before_forward(const runner::StepContext& ctx) {
     if (!hooks_.empty()) sync_hooks();
     return;
   }
+  for (auto& [tid, g] : groups_)
+    for (auto& m : g->mediators()) m->clear_grad_values();
   sync_hooks();
 }
 
@@ -335,6 +339,14 @@ void Interleaver::dispatch(const std::string& key, EventValue& ev) {
           // A gather over several requests (an invoke without a prompt) is a
           // copy: write it back afterwards so in-place edits reach the model.
           dsl::Value gathered = rows.size() > 1 ? v : dsl::Value();
+          // In a gradient step a value some grad() names is written back as
+          // well: the forward then goes on with the very tensor the graph
+          // holds, so autograd reaches it (a view of the model's tensor would
+          // sit beside the graph, not in it).
+          if (GradientForward::active() && m.grad_keys.count(key)) {
+            m.note_grad_value(v);
+            gathered = v;
+          }
           batching::RowRanges gathered_rows = rows;
           m.resume_with(std::move(v));
           after_resume(m, g);

@@ -47,6 +47,7 @@ struct InterleaverOptions {
   dsl::Limits limits;                                // sizes a payload may have
   const dsl::FunctionRegistry* functions = nullptr;  // what `apply` nodes may call
   int64_t memory_budget_bytes = 0;                   // per request's intervention; 0 = unbounded
+  int world_size = 1;                                // tensor-parallel ranks (gradients need 1)
 };
 
 class Interleaver final : public runner::StepObserver, public ModuleCaller {

@@ -1,9 +1,13 @@
 #include "front/tracing/mediator.h"
 
 #include <ATen/ATen.h>
+#include <torch/csrc/autograd/autograd.h>
+
+#include <algorithm>
 
 #include <nnsight/error.hpp>
 
+#include "core/gradient_forward.h"
 #include "dsl/errors.h"
 #include "front/tracing/fiber_stack_pool.h"
 #include "front/tracing/trace_group.h"
@@ -143,6 +147,47 @@ void Mediator::resume_finished() {
 dsl::Value Mediator::call(const std::string& module, const dsl::Value& arg) {
   if (!module_caller_) throw Error("module '" + module + "' cannot be called: no model runs here");
   return dsl::Value(module_caller_->call_module(module, arg.as_tensor()));
+}
+
+void Mediator::note_grad_value(const dsl::Value& v) {
+  if (v.is_tensor()) grad_values_.push_back(v.as_tensor());
+  if (v.kind() == dsl::ValueKind::Tuple)
+    for (const auto& t : v.as_tuple())
+      if (t.defined()) grad_values_.push_back(t);
+}
+
+std::vector<at::Tensor> Mediator::backward(const at::Tensor& metric, const std::vector<at::Tensor>& inputs) {
+  if (!GradientForward::active())
+    throw Error("backward() runs only in a step of a request admitted for gradients (this one was not)");
+  if (!metric.requires_grad())
+    throw Error("backward(): the metric does not depend on any value of the model's forward in this step");
+  for (const at::Tensor& x : inputs) {
+    const bool handed = std::any_of(grad_values_.begin(), grad_values_.end(), [&](const at::Tensor& h) {
+      return h.unsafeGetTensorImpl() == x.unsafeGetTensorImpl();
+    });
+    if (!handed)
+      throw Error(
+          "backward(): a grad() names a value that is not the model's value as read in this step (grad() of "
+          "a module output that is a tensor, not a tuple, must not index it first; read the gradient, then "
+          "index it)");
+  }
+  // Every graph of the step stays for later backward() calls (retain_graph):
+  // NNsight lets a trace call backward more than once.
+  std::vector<at::Tensor> reached;
+  for (const at::Tensor& x : inputs)
+    if (x.requires_grad()) reached.push_back(x);
+  std::vector<at::Tensor> grads;
+  if (!reached.empty())
+    grads = torch::autograd::grad({metric.reshape({})}, reached, /*grad_outputs=*/{}, /*retain_graph=*/true,
+                                  /*create_graph=*/false, /*allow_unused=*/true);
+  // Zeros where the metric does not depend on a value (PyTorch's None).
+  std::vector<at::Tensor> out;
+  size_t k = 0;
+  for (const at::Tensor& x : inputs) {
+    at::Tensor g = x.requires_grad() ? grads[k++] : at::Tensor();
+    out.push_back(g.defined() ? g.detach() : at::zeros_like(x));
+  }
+  return out;
 }
 
 dsl::Value Mediator::get(const std::string& key, int64_t step) {

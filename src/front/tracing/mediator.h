@@ -77,6 +77,13 @@ class Mediator final : public dsl::Provider {
 
   // Module provider keys the graph reads or writes (where hooks are needed).
   std::set<std::string> module_keys;
+  // Keys whose values a grad() names: in a gradient step each read of them is
+  // written back (the model goes on with the very tensor the graph holds).
+  std::set<std::string> grad_keys;
+  // The tensors handed out for grad_keys (backward() accepts only those).
+  void note_grad_value(const dsl::Value& v);
+  // A new step: the last step's values are no longer backward()'s to reach.
+  void clear_grad_values() { grad_values_.clear(); }
 
   // ---- dsl::Provider (called from inside the fiber)
   dsl::Value get(const std::string& key, int64_t step) override;
@@ -85,6 +92,7 @@ class Mediator final : public dsl::Provider {
   dsl::Value external(uint32_t invoke, dsl::NodeId node) override;
   void stop() override { stop_requested_ = true; }
   dsl::Value call(const std::string& module, const dsl::Value& arg) override;
+  std::vector<at::Tensor> backward(const at::Tensor& metric, const std::vector<at::Tensor>& inputs) override;
 
   // Runs `call` nodes (null: they fail).
   void set_caller(const ModuleCaller* caller) { module_caller_ = caller; }
@@ -121,6 +129,7 @@ class Mediator final : public dsl::Provider {
   std::string error_;
   bool stop_requested_ = false;
   std::map<std::string, SavedValue> saves_;
+  std::vector<at::Tensor> grad_values_;  // handed out for grad_keys this step
 };
 
 // A saved value, detached from the model: tensors cloned, numbers as 0-d

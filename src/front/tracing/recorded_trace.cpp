@@ -81,6 +81,7 @@ std::vector<runner::RequestInput> prepare_recorded_trace(const runner::ModelStru
 
   for (size_t i = 0; i < requests.size(); ++i)
     make_traced(requests[i].params, payloads[i], trace_id, requests[i].params.invoke_index());
+  share_gradients(requests);
   return requests;
 }
 

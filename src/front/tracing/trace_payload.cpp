@@ -1,5 +1,7 @@
 #include "front/tracing/trace_payload.h"
 
+#include "dsl/analysis.h"
+
 #include <cstring>
 
 #include "dsl/binary_codec.h"
@@ -89,6 +91,9 @@ void make_traced(SamplingParams& params, const TracePayload& payload, uint64_t t
       .group_id("trace:" + std::to_string(trace_id))
       .allow_chunking(false)
       .prefix_caching(false);
+  bool backward = false;
+  for (const auto& g : payload.graphs) backward = backward || dsl::uses_gradients(g.graph);
+  params.gradients(backward);
 }
 
 }  // namespace nnsight::tracing

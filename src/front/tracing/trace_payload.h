@@ -49,6 +49,15 @@ std::string encode_payload(const TracePayload& payload);
 // prefix cache (hooks must see every token, and a writing intervention's KV
 // must never be shared).
 void make_traced(SamplingParams& params, const TracePayload& payload, uint64_t trace_id, int32_t invoke_index);
+// When a graph of the trace calls backward(), every request of the trace
+// (each prompt of each invoke) runs with autograd: the scheduler keeps the
+// trace's steps apart from other requests (SamplingParams::gradients).
+template <class Requests>
+void share_gradients(Requests& requests) {
+  bool any = false;
+  for (const auto& r : requests) any = any || r.params.gradients();
+  for (auto& r : requests) r.params.gradients(any);
+}
 // Throws dsl::DecodeError for malformed bytes (never allocates beyond `limits`).
 TracePayload decode_payload(std::string_view bytes, const dsl::Limits& limits);
 

@@ -168,6 +168,7 @@ std::vector<runner::RequestInput> TraceRecorder::finish(const SourceLoc& loc) {
       requests.push_back(std::move(extra));
     }
   }
+  share_gradients(requests);
   return requests;
 }
 

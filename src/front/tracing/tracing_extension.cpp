@@ -49,6 +49,7 @@ void attach_tracing(runner::RunnerExtensionContext& ctx) {
   InterleaverOptions options;
   options.limits = dsl::Limits();
   options.functions = &worker_functions();
+  options.world_size = ctx.world_size;
   options.memory_budget_bytes = ctx.args.intervention_memory_mb() > 0 ? ctx.args.intervention_memory_mb() << 20
                                                                       : default_intervention_budget_bytes();
   ctx.runner.add_observer(std::make_shared<Interleaver>(ctx.runner, options));

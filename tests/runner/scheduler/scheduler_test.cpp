@@ -181,3 +181,56 @@ TEST(Scheduler, NeverSpinsOnAGroupThatCannotBeAdmitted) {
 
 }  // namespace
 }  // namespace nnsight
+
+namespace nnsight {
+namespace {
+
+TEST(Scheduler, GradientGroupsRunInStepsOfTheirOwn) {
+  Scheduler s(config(64, 16));
+  s.add(request(1, 4, 3));  // plain
+  auto g1 = request(2, 3, 2, "trace:a", true), g2 = request(3, 2, 2, "trace:a", true);
+  g1->params.gradients(true);
+  g2->params.gradients(true);
+  s.add(g1);
+  s.add(g2);
+  auto g3 = request(4, 2, 1, "trace:b", true);  // a second gradient trace waits for the first
+  g3->params.gradients(true);
+  s.add(g3);
+  s.add(request(5, 2, 2));  // plain, behind a gradient group in the queue
+  std::vector<std::map<uint64_t, int64_t>> steps;
+  // The worker finishes a request when it reaches max_tokens (as the model runner does).
+  auto step_finishing = [&] {
+    runner::SchedulerOutput out = s.schedule();
+    runner::ModelRunnerOutput res;
+    for (const auto& slot : out.scheduled) {
+      if (!slot.sample) continue;
+      res.sampled.push_back(runner::SampledToken{slot.id, 7});
+      if (slot.num_generated + 1 >= s.get(slot.id)->params.max_tokens())
+        res.finished.push_back(runner::FinishedRequest{slot.id, FinishReason::kLength});
+    }
+    s.update(out, res);
+    return out;
+  };
+  for (int i = 0; i < 16 && s.has_unfinished(); ++i) steps.push_back(counts(step_finishing()));
+  auto is_grad = [](uint64_t id) { return id >= 2 && id <= 4; };
+  for (size_t i = 0; i < steps.size(); ++i) {
+    bool grad = false, plain = false;
+    for (const auto& [id, n] : steps[i]) (is_grad(id) ? grad : plain) = true;
+    EXPECT_FALSE(grad && plain) << "step " << i << " mixes gradient and plain requests";
+    EXPECT_FALSE(steps[i].count(4) && (steps[i].count(2) || steps[i].count(3))) << "two gradient traces in step " << i;
+  }
+  // Both kinds make progress, alternating: 1 alone, then trace a's invokes together, then 1 and 5, ...
+  ASSERT_GE(steps.size(), 4u);
+  EXPECT_EQ(steps[0], (std::map<uint64_t, int64_t>{{1, 4}}));
+  EXPECT_EQ(steps[1], (std::map<uint64_t, int64_t>{{2, 3}, {3, 2}}));
+  EXPECT_EQ(steps[2], (std::map<uint64_t, int64_t>{{1, 1}}));  // 5 waits behind trace b (first come, first served)
+  bool ran4 = false, ran5 = false;
+  for (const auto& st : steps) {
+    ran4 = ran4 || st.count(4);
+    ran5 = ran5 || st.count(5);
+  }
+  EXPECT_TRUE(ran4 && ran5);
+}
+
+}  // namespace
+}  // namespace nnsight

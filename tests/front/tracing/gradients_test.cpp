@@ -1,0 +1,239 @@
+// Gradients in a trace (proxy.grad() after metric.backward(), docs/gradients.md)
+// on a tiny random Llama served in process: the gradients of module outputs
+// equal plain autograd through the dense reference forward written in the
+// tests (tests/support/tiny_models.cpp); the forward values of a gradient
+// trace are bitwise those of the same trace without backward(); a plain
+// request running beside a gradient trace is unchanged; misuse fails at the
+// user's line.
+#include <gtest/gtest.h>
+
+#include <torch/csrc/autograd/autograd.h>
+
+#include <nnsight/nnsight.hpp>
+
+#include "support/scratch_dir.h"
+#include "support/tiny_checkpoint.h"
+#include "support/tiny_engine.h"
+#include "support/tiny_models.h"
+
+namespace nnsight {
+namespace {
+
+class Gradients : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new testing::ScratchDir();
+    testing::write_hf_checkpoint(dir_->path(), *testing::tiny_llama());
+    lm_ = new LanguageModel(EngineArgs().model(dir_->path()).kv_cache_memory_mb(16).show_progress(false));
+  }
+  static void TearDownTestSuite() {
+    delete lm_;
+    delete dir_;
+  }
+  static SamplingParams greedy(int64_t n) { return SamplingParams().temperature(0).max_tokens(n).ignore_eos(true); }
+  static std::string error_of(const std::function<void()>& f) {
+    try {
+      f();
+    } catch (const std::exception& e) {
+      return e.what();
+    }
+    return "";
+  }
+
+  static testing::ScratchDir* dir_;
+  static LanguageModel* lm_;
+};
+testing::ScratchDir* Gradients::dir_ = nullptr;
+LanguageModel* Gradients::lm_ = nullptr;
+
+const std::vector<int32_t> kA = {5, 17, 33, 8, 61, 12, 40};
+const std::vector<int32_t> kB = {9, 2, 44, 71};
+
+// The largest |a - b| relative to the size of b (at least 1).
+double rel_diff(const at::Tensor& a, const at::Tensor& b) {
+  EXPECT_EQ(a.sizes(), b.sizes());
+  const double scale = std::max(1.0, b.abs().max().item<double>());
+  return (a.to(at::kDouble) - b.to(at::kDouble)).abs().max().item<double>() / scale;
+}
+
+// Gradients of logits[last, hi] - logits[last, lo] with respect to the named
+// module outputs, by plain autograd through the dense reference forward.
+std::map<std::string, at::Tensor> reference_grads(const std::vector<int32_t>& prompt, int64_t hi, int64_t lo,
+                                                  const std::vector<std::string>& modules) {
+  auto model = testing::tiny_llama();
+  const auto params = testing::parameters_of(*model);
+  std::vector<int64_t> tokens(prompt.begin(), prompt.end());
+  std::map<std::string, at::Tensor> deltas;
+  at::AutoGradMode on(true);
+  auto tap = [&](const std::string& name, const at::Tensor& t) {
+    if (std::find(modules.begin(), modules.end(), name) == modules.end()) return t;
+    at::Tensor d = at::zeros_like(t).requires_grad_(true);
+    deltas[name] = d;
+    return t + d;
+  };
+  testing::DenseOutput out = testing::dense_reference(model->config(), params, tokens, tap);
+  const int64_t last = out.logits.size(0) - 1;
+  at::Tensor metric = out.logits[last][hi] - out.logits[last][lo];
+  std::vector<at::Tensor> inputs;
+  for (const auto& m : modules) inputs.push_back(deltas.at(m));
+  auto grads = torch::autograd::grad({metric}, inputs);
+  std::map<std::string, at::Tensor> result;
+  for (size_t i = 0; i < modules.size(); ++i) result[modules[i]] = grads[i];
+  return result;
+}
+
+TEST_F(Gradients, EqualPlainAutogradThroughTheReference) {
+  Saved g_mlp, g_attn, g_layer, g_norm, metric_s;
+  auto out = lm_->trace(greedy(1), [&](Tracer& t) {
+    t.invoke(kA, [&] {
+      auto mlp = lm_->envoy("model.layers.0.mlp").output();            // a tensor
+      auto attn = lm_->envoy("model.layers.1.self_attn").output()[0];  // element 0 of (attn_output, None)
+      auto layer = lm_->envoy("model.layers.1").output();
+      auto norm = lm_->envoy("model.norm").output();
+      auto logits = lm_->logits();
+      auto metric = logits[{0, 7}] - logits[{0, 3}];
+      metric.backward();
+      g_mlp = mlp.grad().save();
+      g_attn = attn.grad().save();
+      g_layer = layer.grad().save();
+      g_norm = norm.grad().save();
+      metric_s = metric.save();
+    });
+  });
+  const auto ref =
+      reference_grads(kA, 7, 3, {"model.layers.0.mlp", "model.layers.1.self_attn", "model.layers.1", "model.norm"});
+  EXPECT_LT(rel_diff(out[g_mlp], ref.at("model.layers.0.mlp")), 1e-5);
+  EXPECT_LT(rel_diff(out[g_attn], ref.at("model.layers.1.self_attn")), 1e-5);
+  EXPECT_LT(rel_diff(out[g_layer], ref.at("model.layers.1")), 1e-5);
+  EXPECT_LT(rel_diff(out[g_norm], ref.at("model.norm")), 1e-5);
+  // Not trivially zero: every position before the last influences it through attention.
+  EXPECT_GT(out[g_mlp][0].abs().max().item<double>(), 1e-4);
+  // Only the last position's final norm output feeds the last logits.
+  EXPECT_EQ(out[g_norm].narrow(0, 0, 6).abs().max().item<double>(), 0.0);
+  EXPECT_FALSE(out[metric_s].requires_grad());
+}
+
+TEST_F(Gradients, ForwardValuesEqualTheTraceWithoutBackward) {
+  Saved h_grad, logits_grad, g;
+  auto with = lm_->trace(greedy(3), [&](Tracer& t) {
+    t.invoke(kA, [&] {
+      auto h = lm_->envoy("model.layers.1.mlp").output();
+      auto logits = lm_->logits();
+      h_grad = h.save();
+      logits_grad = logits.save();
+      logits.log_softmax(-1)[{0, 11}].backward();
+      g = h.grad().save();
+    });
+  });
+  Saved h_plain, logits_plain;
+  auto without = lm_->trace(greedy(3), [&](Tracer& t) {
+    t.invoke(kA, [&] {
+      h_plain = lm_->envoy("model.layers.1.mlp").output().save();
+      logits_plain = lm_->logits().save();
+    });
+  });
+  EXPECT_TRUE(at::equal(with[h_grad], without[h_plain]));
+  EXPECT_TRUE(at::equal(with[logits_grad], without[logits_plain]));
+  // Later steps run (with autograd) and generate the same tokens.
+  EXPECT_EQ(with.output().token_ids, without.output().token_ids);
+  EXPECT_EQ(with[g].sizes(), with[h_grad].sizes());
+}
+
+TEST_F(Gradients, EachInvokeGetsItsOwnRowsGradient) {
+  // Invoke 1 backpropagates a metric of its own logits; its gradient equals
+  // the same invoke traced alone, and invoke 0's rows get none of it.
+  Saved g0, g1;
+  auto both = lm_->trace(greedy(1), [&](Tracer& t) {
+    t.invoke(kA, [&] { g0 = lm_->envoy("model.layers.0.mlp").output().save(); });
+    t.invoke(kB, [&] {
+      auto h = lm_->envoy("model.layers.0.mlp").output();
+      lm_->logits()[{0, 5}].backward();
+      g1 = h.grad().save();
+    });
+  });
+  Saved alone;
+  auto one = lm_->trace(greedy(1), [&](Tracer& t) {
+    t.invoke(kB, [&] {
+      auto h = lm_->envoy("model.layers.0.mlp").output();
+      lm_->logits()[{0, 5}].backward();
+      alone = h.grad().save();
+    });
+  });
+  EXPECT_LT(rel_diff(both[g1], one[alone]), 1e-6);
+  EXPECT_EQ(both[g1].size(0), static_cast<int64_t>(kB.size()));
+}
+
+TEST_F(Gradients, PlainRequestBesideAGradientTraceIsUnchanged) {
+  auto plain_body = [&](Saved& logits, Saved& h) {
+    return [&](Tracer& t) {
+      t.invoke(kB, [&] {
+        h = lm_->envoy("model.layers.1").output().save();
+        logits = lm_->logits().save();
+      });
+    };
+  };
+  Saved alone_logits, alone_h;
+  TraceResult alone = lm_->trace(greedy(4), plain_body(alone_logits, alone_h));
+
+  Saved g;
+  Saved beside_logits, beside_h;
+  TraceFuture grad_trace = lm_->submit(greedy(4), [&](Tracer& t) {
+    t.invoke(kA, [&] {
+      auto h = lm_->envoy("model.layers.0").output();
+      lm_->logits()[{0, 9}].backward();
+      g = h.grad().save();
+    });
+  });
+  TraceFuture plain = lm_->submit(greedy(4), plain_body(beside_logits, beside_h));
+  TraceResult p = plain.get();
+  TraceResult gr = grad_trace.get();
+  EXPECT_TRUE(at::equal(p[beside_logits], alone[alone_logits]));
+  EXPECT_TRUE(at::equal(p[beside_h], alone[alone_h]));
+  EXPECT_EQ(p.output().token_ids, alone.output().token_ids);
+  EXPECT_EQ(gr[g].size(0), static_cast<int64_t>(kA.size()));
+}
+
+TEST_F(Gradients, MisuseFailsAtTheUsersLine) {
+  // grad() before any backward(): rejected before the run, at its line.
+  std::string e = error_of([&] {
+    lm_->trace(greedy(1), [&](Tracer& t) {
+      t.invoke(kA, [&] {
+        auto h = lm_->envoy("model.layers.0.mlp").output();
+        h.grad().save();  // line A
+        lm_->logits().sum().backward();
+      });
+    });
+  });
+  EXPECT_NE(e.find("gradients_test.cpp"), std::string::npos) << e;
+  EXPECT_NE(e.find("before any backward()"), std::string::npos) << e;
+  // grad() of a computed value.
+  e = error_of([&] {
+    lm_->trace(greedy(1), [&](Tracer& t) {
+      t.invoke(kA, [&] {
+        auto h = lm_->envoy("model.layers.0.mlp").output() * 2;
+        lm_->logits().sum().backward();
+        h.grad().save();
+      });
+    });
+  });
+  EXPECT_NE(e.find("grad() is taken of a value read from the model"), std::string::npos) << e;
+  // backward() of a tensor with more than one element: fails at run time with its node.
+  e = error_of([&] {
+    lm_->trace(greedy(1), [&](Tracer& t) {
+      t.invoke(kA, [&] {
+        auto h = lm_->envoy("model.layers.0.mlp").output();
+        lm_->logits().backward();
+        h.grad().save();
+      });
+    });
+  });
+  EXPECT_NE(e.find("one-element tensor"), std::string::npos) << e;
+  EXPECT_NE(e.find("gradients_test.cpp"), std::string::npos) << e;
+  // The engine keeps serving.
+  Saved ok;
+  auto r = lm_->trace(greedy(1), [&](Tracer& t) { t.invoke(kB, [&] { ok = lm_->logits().save(); }); });
+  EXPECT_EQ(r[ok].size(0), 1);
+}
+
+}  // namespace
+}  // namespace nnsight
