@@ -17,4 +17,16 @@ BatchMeta BatchMeta::to(const at::Device& device) const {
   return m;
 }
 
+BatchMeta BatchMeta::clone() const {
+  BatchMeta m = *this;
+  auto cp = [](const at::Tensor& t) { return t.defined() ? t.clone() : t; };
+  m.positions = cp(positions);
+  m.slot_mapping = cp(slot_mapping);
+  m.query_start = cp(query_start);
+  m.context_lens = cp(context_lens);
+  m.block_tables = cp(block_tables);
+  m.logits_rows = cp(logits_rows);
+  return m;
+}
+
 }  // namespace nnsight::batching

@@ -41,6 +41,8 @@ struct BatchMeta {
 
   // Moves the tensors to `device` (host copies stay).
   BatchMeta to(const at::Device& device) const;
+  // Fresh copies of the tensors (the flattener's are views of buffers it reuses).
+  BatchMeta clone() const;
 };
 
 }  // namespace nnsight::batching

@@ -190,7 +190,13 @@ ModelRunnerOutput ModelRunner::execute(const SchedulerOutput& step) {
     // Requests that asked for gradients run in steps of their own (the
     // scheduler keeps them apart), recording an autograd graph.
     std::optional<GradientForward> gradients;
-    if (gradient_step()) gradients.emplace();
+    if (gradient_step()) {
+      gradients.emplace();
+      // Autograd saves the token ids and row indices some ops take, and
+      // cannot save the flattener's buffers (inference tensors): copies.
+      token_ids_device_ = token_ids_device_.clone();
+      meta_device_ = meta_device_.clone();
+    }
     for (auto& o : observers_) o->before_forward(ctx);
     at::Tensor hidden = forward();
     for (auto& o : observers_) o->after_forward(ctx);

@@ -4,6 +4,7 @@
 
 #include <nnsight/error.hpp>
 
+#include "core/gradient_forward.h"
 #include "core/kernels/rms_norm.h"
 
 namespace nnsight {
@@ -41,7 +42,12 @@ LayerNorm::LayerNorm(int64_t dim, double eps, const at::TensorOptions& options) 
 }
 
 at::Tensor LayerNorm::forward(const at::Tensor& x) {
-  return invoke(x, [&](const at::Tensor& in) { return at::layer_norm(in, {weight.size(0)}, weight, bias, eps_); });
+  return invoke(x, [&](const at::Tensor& in) {
+    // A gradient forward saves the weight for the backward, which autograd
+    // cannot do with a worker's weights (inference tensors): copies then.
+    if (GradientForward::active()) return at::layer_norm(in, {weight.size(0)}, weight.clone(), bias.clone(), eps_);
+    return at::layer_norm(in, {weight.size(0)}, weight, bias, eps_);
+  });
 }
 
 void LayerNorm::load_weights(const WeightSource& source) {

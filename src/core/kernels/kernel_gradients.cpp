@@ -6,11 +6,13 @@
 #include <torch/csrc/autograd/autograd.h>
 #include <torch/csrc/autograd/custom_function.h>
 
+#include <algorithm>
 #include <limits>
 #include <vector>
 
 #include "core/kernels/linear.h"
 #include "core/kernels/packed_linear.h"
+#include "core/kernels/packed_linear_internal.h"
 #include "core/kernels/rms_norm.h"
 
 namespace nnsight::kernels {
@@ -20,15 +22,46 @@ namespace {
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
-// The float32 [rows, cols] of a packed matrix, rows decoded in parallel by the
-// reference decoder (what the forward's kernel reproduces bit for bit).
-at::Tensor decode_parallel(const PackedMatrix& w) {
-  at::Tensor out = at::empty({w.rows, w.cols}, at::kFloat);  // [rows, cols]
-  float* dst = out.data_ptr<float>();
-  at::parallel_for(0, w.rows, 16, [&](int64_t begin, int64_t end) {
-    for (int64_t r = begin; r < end; ++r) decode_packed_reference(w.type, w.row(r), dst + r * w.cols, w.cols);
-  });
-  return out;
+// dx = g w for a packed w [N, K], without the whole float matrix (538 MB for
+// the default model, page-faulted afresh on every backward): the rows of w
+// that g reaches are decoded a block at a time into one reused buffer -- by
+// the AVX-512 row decoder where there is one, else the reference decoder;
+// both give the floats the forward's kernel used -- and multiplied in. A
+// logit difference's gradient reaches two rows of the LM head, not 49152.
+at::Tensor packed_input_grad(const at::Tensor& g, const PackedMatrix& w) {
+  // ~4 MiB of decoded rows per block: few BLAS calls, bounded memory for wide rows.
+  const int64_t block_rows = std::max<int64_t>(16, (int64_t{4} << 20) / (w.cols * 4));
+  void (*decode)(const uint8_t*, float*, int64_t) = nullptr;
+  if (packed_path_available(PackedPath::Fused))
+    if (const detail::PackedKernels* k = detail::avx512_packed_kernels(w.type)) decode = k->decode_row;
+  const at::Tensor g2 = g.reshape({-1, w.rows}).to(at::kFloat).contiguous();  // [M, N]
+  at::Tensor dx = at::zeros({g2.size(0), w.cols}, at::kFloat);               // [M, K]
+  at::Tensor buffer = at::empty({std::min(block_rows, w.rows), w.cols}, at::kFloat);
+  const at::Tensor live = g2.ne(0).any(0);  // [N]: the rows of w the gradient reaches
+  const bool* reached = live.data_ptr<bool>();
+  std::vector<int64_t> rows;
+  for (int64_t r0 = 0; r0 < w.rows; r0 += block_rows) {
+    const int64_t n = std::min(block_rows, w.rows - r0);
+    rows.clear();
+    for (int64_t r = r0; r < r0 + n; ++r)
+      if (reached[r]) rows.push_back(r);
+    if (rows.empty()) continue;
+    const int64_t m = static_cast<int64_t>(rows.size());
+    float* dst = buffer.data_ptr<float>();
+    at::parallel_for(0, m, 16, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) {
+        if (decode)
+          decode(w.row(rows[i]), dst + i * w.cols, w.cols);
+        else
+          decode_packed_reference(w.type, w.row(rows[i]), dst + i * w.cols, w.cols);
+      }
+    });
+    const at::Tensor gi = m == n ? g2.narrow(1, r0, n) : g2.index_select(1, at::tensor(rows, at::kLong));  // [M, m]
+    dx.addmm_(gi, buffer.narrow(0, 0, m));  // [M, m] x [m, K]
+  }
+  std::vector<int64_t> shape = g.sizes().vec();
+  shape.back() = w.cols;
+  return dx.view(shape).to(g.scalar_type());
 }
 
 struct LinearFunction : torch::autograd::Function<LinearFunction> {
@@ -53,9 +86,7 @@ struct PackedLinearFunction : torch::autograd::Function<PackedLinearFunction> {
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     const auto* w = reinterpret_cast<const PackedMatrix*>(ctx->saved_data["w"].toInt());
-    const at::Tensor& g = grads[0];                                                         // [..., N]
-    at::Tensor dx = at::matmul(g.to(at::kFloat), decode_parallel(*w)).to(g.scalar_type());  // [..., K]
-    return {dx, at::Tensor(), at::Tensor()};
+    return {packed_input_grad(grads[0], *w), at::Tensor(), at::Tensor()};  // [..., N] -> [..., K]
   }
 };
 

@@ -11,6 +11,8 @@
 
 #include <nnsight/nnsight.hpp>
 
+#include "front/tracing/graph_file.h"
+#include "front/tracing/graph_trace.h"
 #include "support/scratch_dir.h"
 #include "support/tiny_checkpoint.h"
 #include "support/tiny_engine.h"
@@ -191,6 +193,91 @@ TEST_F(Gradients, PlainRequestBesideAGradientTraceIsUnchanged) {
   EXPECT_TRUE(at::equal(p[beside_h], alone[alone_h]));
   EXPECT_EQ(p.output().token_ids, alone.output().token_ids);
   EXPECT_EQ(gr[g].size(0), static_cast<int64_t>(kA.size()));
+}
+
+TEST_F(Gradients, WorkerProcessesGiveTheSameGradientsAndTensorParallelIsRefused) {
+  auto body = [&](LanguageModel& lm, Saved& g, Saved& logits) {
+    return [&](Tracer& t) {
+      t.invoke(kA, [&] {
+        auto h = lm.envoy("model.layers.0.mlp").output();
+        auto l = lm.logits();
+        logits = l.save();
+        l.log_softmax(-1)[{0, 4}].backward();
+        g = h.grad().save();
+      });
+    };
+  };
+  Saved g_in, l_in;
+  auto in = lm_->trace(greedy(2), body(*lm_, g_in, l_in));
+  // Worker processes hold the weights and the KV cache as inference tensors.
+  const EngineArgs args = EngineArgs().model(dir_->path()).kv_cache_memory_mb(16).show_progress(false);
+  {
+    LanguageModel mp(EngineArgs(args).executor("mp"));
+    Saved g_mp, l_mp;
+    auto out = mp.trace(greedy(2), body(mp, g_mp, l_mp));
+    EXPECT_TRUE(at::equal(out[l_mp], in[l_in]));
+    EXPECT_LT(rel_diff(out[g_mp], in[g_in]), 1e-6);
+    EXPECT_EQ(out.output().token_ids, in.output().token_ids);
+  }
+  // A model whose sizes split over two ranks.
+  testing::ScratchDir tp_dir;
+  testing::write_hf_checkpoint(tp_dir.path(), *testing::tiny_random_model(testing::tiny_tp_llama_config(), 3));
+  LanguageModel tp(EngineArgs()
+                       .model(tp_dir.path())
+                       .kv_cache_memory_mb(16)
+                       .show_progress(false)
+                       .executor("mp")
+                       .tensor_parallel_size(2)
+                       .worker_timeout_s(60));
+  Saved g_tp, l_tp;
+  const std::string e = error_of([&] { tp.trace(greedy(1), body(tp, g_tp, l_tp)); });
+  EXPECT_NE(e.find("gradients (backward()) need tensor_parallel_size 1"), std::string::npos) << e;
+}
+
+TEST_F(Gradients, Gpt2LayerNormsAndFusedProjectionsRecordToo) {
+  testing::ScratchDir dir;
+  testing::write_hf_checkpoint(dir.path(), *testing::tiny_random_model(testing::tiny_gpt2_config(), 5));
+  LanguageModel gpt2(EngineArgs().model(dir.path()).kv_cache_memory_mb(16).show_progress(false).executor("mp"));
+  Saved g, h1, h2;
+  auto with = gpt2.trace(greedy(2), [&](Tracer& t) {
+    t.invoke(kB, [&] {
+      auto h = gpt2.envoy("transformer.h.0.mlp").output();
+      h1 = h.save();
+      gpt2.logits()[{0, 3}].backward();
+      g = h.grad().save();
+    });
+  });
+  auto without = gpt2.trace(greedy(2), [&](Tracer& t) {
+    t.invoke(kB, [&] { h2 = gpt2.envoy("transformer.h.0.mlp").output().save(); });
+  });
+  EXPECT_TRUE(at::equal(with[h1], without[h2]));
+  EXPECT_EQ(with.output().token_ids, without.output().token_ids);
+  // Every position reaches the last one's logits through attention.
+  EXPECT_GT(with[g].abs().amax(1).min().item<double>(), 0.0);
+}
+
+TEST_F(Gradients, JsonGraphGivesTheSameGradients) {
+  // docs/gradients.md's JSON form, as `nnsight trace` and the server take it.
+  const char* graph = R"({"invoke": 0, "nodes": [
+    {"id": 0, "kind": "get", "key": "model.layers.1.output", "step": 0},
+    {"id": 1, "kind": "get", "key": "logits", "step": 0},
+    {"id": 2, "kind": "const", "value": {"index": [0, 7]}},
+    {"id": 3, "kind": "op", "op": "getitem", "args": [1, 2]},
+    {"id": 4, "kind": "backward", "args": [3]},
+    {"id": 5, "kind": "grad", "args": [0]},
+    {"id": 6, "kind": "save", "name": "grad1", "args": [5]}
+  ]})";
+  TraceResult json = tracing::run_graph_trace(lm_->llm(), std::vector<std::vector<int32_t>>{kA},
+                                              {tracing::parse_graph_file("g.json", graph)}, greedy(1));
+  Saved g;
+  TraceResult cpp = lm_->trace(greedy(1), [&](Tracer& t) {
+    t.invoke(kA, [&] {
+      auto h = lm_->envoy("model.layers.1").output();
+      lm_->logits()[{0, 7}].backward();
+      g = h.grad().save();
+    });
+  });
+  EXPECT_TRUE(at::equal(json[Saved("grad1")], cpp[g]));
 }
 
 TEST_F(Gradients, MisuseFailsAtTheUsersLine) {
