@@ -11,6 +11,7 @@
 #include "core/kernels/cpu_features.h"
 #include "core/kernels/linear.h"
 #include "core/kernels/packed_linear_internal.h"
+#include "core/kernels/parallel_chunks.h"
 
 namespace nnsight::kernels {
 
@@ -130,7 +131,7 @@ void run(PackedPath path, const float* x, const PackedMatrix& w, const float* bi
   const int64_t N = w.rows;
   const int64_t units = (N + kRowsPerUnit - 1) / kRowsPerUnit;
   const int64_t grain = std::max<int64_t>(1, static_cast<int64_t>(std::ceil(kMinThreadWorkNs / unit_cost_ns(M, w))));
-  at::parallel_for(0, units, grain, [&](int64_t u0, int64_t u1) {
+  kernels::parallel_for(0, units, grain, [&](int64_t u0, int64_t u1) {
     const int64_t n0 = u0 * kRowsPerUnit, n1 = std::min(u1 * kRowsPerUnit, N);
     if (fused) {
       fused_columns(*k, x, w, bias, out, M, n0, n1);
@@ -196,7 +197,7 @@ at::Tensor packed_embedding(const PackedMatrix& w, const at::Tensor& ids, at::Sc
   at::Tensor out = at::empty({T, K}, at::TensorOptions().dtype(at::kFloat));  // [T, K]
   float* dst = out.data_ptr<float>();
   const PackedKernels* k = fused_kernels(w.type);
-  at::parallel_for(0, T, 64, [&](int64_t t0, int64_t t1) {
+  kernels::parallel_for(0, T, 64, [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; ++t) decode_row(k, w.type, w.row(id[t]), dst + t * K, K);
   });
   if (dtype != at::kFloat) out = out.to(dtype);
