@@ -1,6 +1,7 @@
 #include "core/kernels/parallel_chunks.h"
 
 #include <ATen/Parallel.h>
+#include <dlfcn.h>
 
 #include <algorithm>
 #include <atomic>
@@ -49,6 +50,24 @@ inline uint64_t word_next(uint64_t w) { return w & kCountMask; }
 inline uint64_t word_gen(uint64_t w) { return w >> (2 * kCountBits); }
 
 thread_local bool t_in_pool = false;  // a pool worker, or a caller inside a job
+thread_local int t_pool_threads = 0;  // set by SerialLibTorchScope; 0: at::get_num_threads()
+
+// The OpenMP runtime LibTorch loaded (found by name, so it is the one
+// LibTorch uses whichever libgomp/libomp it ships with), or nullptrs.
+struct OmpApi {
+  void (*set_num_threads)(int) = nullptr;
+  int (*get_max_threads)() = nullptr;
+};
+const OmpApi& omp_api() {
+  static const OmpApi api = [] {
+    OmpApi a;
+    a.set_num_threads = reinterpret_cast<void (*)(int)>(dlsym(RTLD_DEFAULT, "omp_set_num_threads"));
+    a.get_max_threads = reinterpret_cast<int (*)()>(dlsym(RTLD_DEFAULT, "omp_get_max_threads"));
+    if (a.set_num_threads == nullptr || a.get_max_threads == nullptr) a = OmpApi{};
+    return a;
+  }();
+  return api;
+}
 
 class Pool {
  public:
@@ -188,7 +207,9 @@ void parallel_chunks(int64_t begin, int64_t end, int64_t grain, ChunkFn fn, void
   if (end <= begin) return;
   grain = std::max<int64_t>(1, grain);
   const int64_t n = end - begin;
-  const int threads = (n > grain && !t_in_pool && !at::in_parallel_region()) ? at::get_num_threads() : 1;
+  const int threads = (n > grain && !t_in_pool && !at::in_parallel_region())
+                          ? (t_pool_threads > 0 ? t_pool_threads : at::get_num_threads())
+                          : 1;
   if (threads <= 1) {
     fn(ctx, begin, end);
     return;
@@ -200,6 +221,23 @@ void parallel_chunks(int64_t begin, int64_t end, int64_t grain, ChunkFn fn, void
 }
 
 }  // namespace detail
+
+SerialLibTorchScope::SerialLibTorchScope() {
+  // at::get_num_threads() also runs LibTorch's once-per-thread setup, which
+  // would otherwise reset the OpenMP count inside the scope.
+  saved_pool_threads_ = t_pool_threads;
+  t_pool_threads = t_pool_threads > 0 ? t_pool_threads : at::get_num_threads();
+  const OmpApi& omp = omp_api();
+  if (omp.set_num_threads != nullptr && !at::in_parallel_region()) {
+    saved_omp_threads_ = omp.get_max_threads();
+    omp.set_num_threads(1);
+  }
+}
+
+SerialLibTorchScope::~SerialLibTorchScope() {
+  if (saved_omp_threads_ > 0) omp_api().set_num_threads(saved_omp_threads_);
+  t_pool_threads = saved_pool_threads_;
+}
 
 int64_t parallel_pool_threads_started() { return pool().threads_started(); }
 

@@ -48,6 +48,28 @@ void parallel_for(int64_t begin, int64_t end, int64_t grain, F&& f) {
       const_cast<void*>(static_cast<const void*>(&f)));
 }
 
+// While one lives on this thread, LibTorch's own operators called from it
+// run on it alone (its OpenMP thread count for this thread is 1), and
+// kernels::parallel_for keeps the thread count at::get_num_threads() had
+// when the scope began. A model's forward runs in one: an OpenMP worker that
+// spins after each of LibTorch's parallel operators (for as long as
+// GOMP_SPINCOUNT says) would otherwise hold a core that this pool's worker
+// needs for the next kernel, and each such operator is one more team
+// barrier for a descheduled thread to stall (see above). The operators left
+// in a forward are small elementwise ones. Where LibTorch does not use
+// OpenMP the scope changes nothing for LibTorch.
+class SerialLibTorchScope {
+ public:
+  SerialLibTorchScope();
+  ~SerialLibTorchScope();
+  SerialLibTorchScope(const SerialLibTorchScope&) = delete;
+  SerialLibTorchScope& operator=(const SerialLibTorchScope&) = delete;
+
+ private:
+  int saved_omp_threads_ = 0;  // 0: nothing to restore
+  int saved_pool_threads_ = 0;
+};
+
 // Threads that have run chunks for the pool (tests: whether the workers take part).
 int64_t parallel_pool_threads_started();
 
