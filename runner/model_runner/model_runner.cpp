@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "core/gradient_forward.h"
+#include "core/kernels/parallel_chunks.h"
 #include "runner/model_runner/current_step.h"
 #include "tp/collective_error.h"
 
@@ -101,7 +102,10 @@ void ModelRunner::prepare_inputs(const SchedulerOutput& step) {
   }
 }
 
-at::Tensor ModelRunner::forward() { return model_->forward(token_ids_device_, meta_device_, kv_); }
+at::Tensor ModelRunner::forward() {
+  const kernels::SerialLibTorchScope serial;  // the kernels' pool only (parallel_chunks.h)
+  return model_->forward(token_ids_device_, meta_device_, kv_);
+}
 
 at::Tensor ModelRunner::compute_logits(const at::Tensor& hidden) {
   return model_->compute_logits(hidden, meta_device_.logits_rows);

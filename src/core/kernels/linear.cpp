@@ -12,6 +12,7 @@
 #include "core/kernels/cpu_features.h"
 #include "core/kernels/linear_tiles.h"
 #include "core/kernels/packed_linear_internal.h"
+#include "core/kernels/parallel_chunks.h"
 
 namespace nnsight::kernels {
 
@@ -138,7 +139,7 @@ void run(const TileSet& tiles, const at::Tensor& x, const at::Tensor& w, const a
   const int64_t units = (N + kRowsPerUnit - 1) / kRowsPerUnit;
   const double cost = unit_cost_ns(M, K, int64_t(sizeof(T)));
   const int64_t grain = std::max<int64_t>(1, static_cast<int64_t>(std::ceil(kMinThreadWorkNs / cost)));
-  at::parallel_for(0, units, grain, [&](int64_t u0, int64_t u1) {
+  kernels::parallel_for(0, units, grain, [&](int64_t u0, int64_t u1) {
     run_columns<T>(tiles, xp, wp, bp, op, M, N, K, u0 * kRowsPerUnit, std::min(u1 * kRowsPerUnit, N));
   });
 }

@@ -2,7 +2,9 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <cstring>
+#include <numeric>
 
 #include "core/kernels/packed_decode.h"
 
@@ -79,6 +81,7 @@ PackedMatrix PackedMatrix::narrow_rows(int64_t start, int64_t length) const {
     m.data = data + start * row_stride;
   } else {
     m.row_index.assign(row_index.begin() + start, row_index.begin() + start + length);
+    m.update_scan_order();
   }
   return m;
 }
@@ -104,7 +107,18 @@ PackedMatrix PackedMatrix::select_rows(const std::vector<int64_t>& index) const 
   PackedMatrix m = *this;
   m.rows = static_cast<int64_t>(physical.size());
   m.row_index = std::move(physical);
+  m.update_scan_order();
   return m;
+}
+
+void PackedMatrix::update_scan_order() {
+  scan_order.clear();
+  if (row_index.empty()) return;
+  scan_order.resize(row_index.size());
+  std::iota(scan_order.begin(), scan_order.end(), int64_t(0));
+  std::stable_sort(scan_order.begin(), scan_order.end(), [&](int64_t a, int64_t b) {
+    return row_index[static_cast<size_t>(a)] < row_index[static_cast<size_t>(b)];
+  });
 }
 
 at::Tensor PackedMatrix::dequantize() const {

@@ -49,8 +49,13 @@ struct PackedMatrix {
   int64_t rows = 0;
   int64_t cols = 0;  // a multiple of the type's block size
   const uint8_t* data = nullptr;
-  int64_t row_stride = 0;             // bytes between consecutive physical rows
-  std::vector<int64_t> row_index;     // [rows] physical row of each logical row; empty = identity
+  int64_t row_stride = 0;          // bytes between consecutive physical rows
+  std::vector<int64_t> row_index;  // [rows] physical row of each logical row; empty = identity
+  // With a row_index: [rows] the logical rows in increasing physical order
+  // (ties in logical order), so that a kernel can walk the memory forwards
+  // (llama.cpp's q/k head permutation otherwise sends it back and forth and
+  // the prefetchers lose the stream). Empty with no row_index.
+  std::vector<int64_t> scan_order;
   std::shared_ptr<const void> owner;  // keeps `data` alive (the file mapping, or a buffer)
 
   const uint8_t* row(int64_t r) const { return data + (row_index.empty() ? r : row_index[r]) * row_stride; }
@@ -66,6 +71,11 @@ struct PackedMatrix {
   // Logical rows index[0], index[1], ... of this matrix (any number, repeats
   // allowed), sharing the data.
   PackedMatrix select_rows(const std::vector<int64_t>& index) const;
+
+  // The logical row at position p of the scan order.
+  int64_t scan_row(int64_t p) const { return scan_order.empty() ? p : scan_order[static_cast<size_t>(p)]; }
+  // Sets scan_order from row_index.
+  void update_scan_order();
 
   // float32 [rows, cols], decoded by the portable reference decoder.
   at::Tensor dequantize() const;

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/kernels/kernel_gradients.h"
+#include "core/kernels/parallel_chunks.h"
 #include "core/kernels/row_ops.h"
 
 namespace nnsight::kernels {
@@ -52,7 +53,7 @@ void attention_cpu(const at::Tensor& q, const KVCache& cache, const batching::Ba
   const auto& ctx = meta.context_lens_host;
   const RowType row_type = std::is_same_v<scalar_t, float> ? RowType::F32 : RowType::BF16;
 
-  at::parallel_for(0, num_seqs * num_heads, 1, [&](int64_t begin, int64_t end) {
+  kernels::parallel_for(0, num_seqs * num_heads, 1, [&](int64_t begin, int64_t end) {
     // Scratch reused across items of this chunk: query row, scores, output row.
     std::vector<float> qf(static_cast<size_t>(d)), acc(static_cast<size_t>(d));
     std::vector<float> scores;

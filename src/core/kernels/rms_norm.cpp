@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "core/kernels/kernel_gradients.h"
+#include "core/kernels/parallel_chunks.h"
 
 namespace nnsight::kernels {
 
@@ -18,7 +19,7 @@ void rms_norm_cpu(const at::Tensor& x, const at::Tensor& w, double eps, at::Tens
   const scalar_t* xp = x.data_ptr<scalar_t>();
   const scalar_t* wp = w.data_ptr<scalar_t>();
   scalar_t* op = out.data_ptr<scalar_t>();
-  at::parallel_for(0, rows, 8, [&](int64_t begin, int64_t end) {
+  kernels::parallel_for(0, rows, 8, [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) {
       const scalar_t* xr = xp + r * n;
       float ss = 0.f;

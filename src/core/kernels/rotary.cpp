@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "core/kernels/kernel_gradients.h"
+#include "core/kernels/parallel_chunks.h"
 
 namespace nnsight::kernels {
 
@@ -42,7 +43,7 @@ void rotate_cpu(at::Tensor& x, int64_t rot, const at::Tensor& positions, const a
   const int64_t* pos = positions.data_ptr<int64_t>();
   const float* cp = cos.data_ptr<float>();
   const float* sp = sin.data_ptr<float>();
-  at::parallel_for(0, tokens, 16, [&](int64_t begin, int64_t end) {
+  kernels::parallel_for(0, tokens, 16, [&](int64_t begin, int64_t end) {
     for (int64_t t = begin; t < end; ++t) {
       const float* c = cp + pos[t] * half;
       const float* s = sp + pos[t] * half;

@@ -130,9 +130,32 @@ NNSIGHT_ROW_AVX512 inline __mmask16 mask_below(int64_t n) {
   return n >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << n) - 1u);
 }
 
+// Four rows at a time: four independent FMA chains instead of one whose
+// latency bound the loop (a decode step's attention spent most of its time
+// waiting on it). Each row's own operations and their order are unchanged.
 template <typename T>
 NNSIGHT_ROW_AVX512 void dot_avx512(const float* q, const void* const* rows, int64_t n, int64_t d, float* out) {
-  for (int64_t j = 0; j < n; ++j) {
+  int64_t j = 0;
+  for (; j + 4 <= n; j += 4) {
+    const T* r0 = static_cast<const T*>(rows[j]);
+    const T* r1 = static_cast<const T*>(rows[j + 1]);
+    const T* r2 = static_cast<const T*>(rows[j + 2]);
+    const T* r3 = static_cast<const T*>(rows[j + 3]);
+    __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    for (int64_t x = 0; x < d; x += 16) {
+      const __mmask16 m = mask_below(d - x);
+      const __m512 qx = _mm512_maskz_loadu_ps(m, q + x);
+      a0 = _mm512_fmadd_ps(qx, load16(r0 + x, m), a0);
+      a1 = _mm512_fmadd_ps(qx, load16(r1 + x, m), a1);
+      a2 = _mm512_fmadd_ps(qx, load16(r2 + x, m), a2);
+      a3 = _mm512_fmadd_ps(qx, load16(r3 + x, m), a3);
+    }
+    out[j] = hsum16(a0);
+    out[j + 1] = hsum16(a1);
+    out[j + 2] = hsum16(a2);
+    out[j + 3] = hsum16(a3);
+  }
+  for (; j < n; ++j) {
     const T* r = static_cast<const T*>(rows[j]);
     __m512 acc = _mm512_setzero_ps();
     for (int64_t x = 0; x < d; x += 16) {
@@ -143,9 +166,28 @@ NNSIGHT_ROW_AVX512 void dot_avx512(const float* q, const void* const* rows, int6
   }
 }
 
+// Up to four 16-wide slices of acc at a time (independent chains, as in
+// dot_avx512); each lane still adds the rows in order j = 0, 1, ...
 template <typename T>
 NNSIGHT_ROW_AVX512 void axpy_avx512(const float* w, const void* const* rows, int64_t n, int64_t d, float* acc) {
-  for (int64_t x = 0; x < d; x += 16) {
+  int64_t x = 0;
+  for (; x + 64 <= d; x += 64) {
+    __m512 a0 = _mm512_loadu_ps(acc + x), a1 = _mm512_loadu_ps(acc + x + 16);
+    __m512 a2 = _mm512_loadu_ps(acc + x + 32), a3 = _mm512_loadu_ps(acc + x + 48);
+    for (int64_t j = 0; j < n; ++j) {
+      const T* r = static_cast<const T*>(rows[j]) + x;
+      const __m512 wj = _mm512_set1_ps(w[j]);
+      a0 = _mm512_fmadd_ps(wj, load16(r, 0xFFFF), a0);
+      a1 = _mm512_fmadd_ps(wj, load16(r + 16, 0xFFFF), a1);
+      a2 = _mm512_fmadd_ps(wj, load16(r + 32, 0xFFFF), a2);
+      a3 = _mm512_fmadd_ps(wj, load16(r + 48, 0xFFFF), a3);
+    }
+    _mm512_storeu_ps(acc + x, a0);
+    _mm512_storeu_ps(acc + x + 16, a1);
+    _mm512_storeu_ps(acc + x + 32, a2);
+    _mm512_storeu_ps(acc + x + 48, a3);
+  }
+  for (; x < d; x += 16) {
     const __mmask16 m = mask_below(d - x);
     __m512 a = _mm512_maskz_loadu_ps(m, acc + x);
     for (int64_t j = 0; j < n; ++j)

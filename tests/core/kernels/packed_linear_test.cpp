@@ -181,6 +181,20 @@ TEST_P(PackedLinear, RowPermutationAndSlicesNeedNoCopy) {
       bitwise_equal(kernels::packed_linear(x, p.narrow_cols(bs, 2 * bs), at::Tensor()),
                     kernels::linear(x, wd.index_select(0, idx).narrow(1, bs, 2 * bs).contiguous(), at::Tensor())));
   EXPECT_THROW(w.narrow_cols(1, bs), c10::Error);
+  // The kernels walk a permuted matrix in memory order (scan_order) and
+  // still write every logical row's column, at every row count and path,
+  // also with repeated rows (a replicated tensor-parallel slice) and a bias.
+  EXPECT_EQ(p.scan_order, (std::vector<int64_t>{1, 5, 6, 0, 7, 3, 8, 4, 9, 11, 10, 2}));
+  std::vector<int64_t> rep = {5, 5, 0, 11, 2, 2, 9};
+  PackedMatrix pr = p.select_rows(rep);
+  at::Tensor wr = wd.index_select(0, idx).index_select(0, at::tensor(rep, at::kLong));  // [7, K]
+  at::Tensor bias = at::randn({7});
+  for (int64_t M : {1, 3, 9})
+    for (PackedPath path : available_paths()) {
+      at::Tensor xm = at::randn({M, K});
+      EXPECT_TRUE(bitwise_equal(kernels::packed_linear_on_path(path, xm, pr, bias), kernels::linear(xm, wr, bias)))
+          << "M=" << M << " " << path_name(path);
+    }
 }
 
 TEST_P(PackedLinear, BFloat16ActivationsAreComputedInFloat32) {

@@ -1,0 +1,244 @@
+#include "core/kernels/parallel_chunks.h"
+
+#include <ATen/Parallel.h>
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define NNSIGHT_CPU_RELAX() _mm_pause()
+#else
+#define NNSIGHT_CPU_RELAX() std::this_thread::yield()
+#endif
+
+namespace nnsight::kernels {
+
+namespace {
+
+// A job is cut into about this many chunks per thread: enough that a thread
+// arriving late or running slower leaves little for the others to wait on,
+// few enough that claiming (one atomic on a shared cache line) stays cheap.
+constexpr int64_t kChunksPerThread = 4;
+
+// An idle worker polls for this long before it sleeps. Between the kernels of
+// one decode step the gaps are a few to a few tens of microseconds; a worker
+// asleep is woken by the caller (a futex call) and joins late, never delaying it.
+constexpr auto kSpin = std::chrono::microseconds(100);
+
+// The claim word: generation (16 bits) | chunk count (24) | next chunk (24).
+// A worker claims chunk `next` by one compare-and-swap of the whole word, so
+// it can never take a chunk of a job other than the one it read, and it reads
+// the job's function only after claiming (the caller cannot have moved on
+// while a claimed chunk is not done).
+constexpr int kCountBits = 24;
+constexpr uint64_t kCountMask = (uint64_t(1) << kCountBits) - 1;
+constexpr int64_t kMaxChunks = int64_t(kCountMask);
+
+inline uint64_t make_word(uint64_t gen, uint64_t count, uint64_t next) {
+  return (gen << (2 * kCountBits)) | (count << kCountBits) | next;
+}
+inline uint64_t word_count(uint64_t w) { return (w >> kCountBits) & kCountMask; }
+inline uint64_t word_next(uint64_t w) { return w & kCountMask; }
+inline uint64_t word_gen(uint64_t w) { return w >> (2 * kCountBits); }
+
+thread_local bool t_in_pool = false;  // a pool worker, or a caller inside a job
+thread_local int t_pool_threads = 0;  // set by SerialLibTorchScope; 0: at::get_num_threads()
+
+// The OpenMP runtime LibTorch loaded (found by name, so it is the one
+// LibTorch uses whichever libgomp/libomp it ships with), or nullptrs.
+struct OmpApi {
+  void (*set_num_threads)(int) = nullptr;
+  int (*get_max_threads)() = nullptr;
+};
+const OmpApi& omp_api() {
+  static const OmpApi api = [] {
+    OmpApi a;
+    a.set_num_threads = reinterpret_cast<void (*)(int)>(dlsym(RTLD_DEFAULT, "omp_set_num_threads"));
+    a.get_max_threads = reinterpret_cast<int (*)()>(dlsym(RTLD_DEFAULT, "omp_get_max_threads"));
+    if (a.set_num_threads == nullptr || a.get_max_threads == nullptr) a = OmpApi{};
+    return a;
+  }();
+  return api;
+}
+
+class Pool {
+ public:
+  ~Pool() {
+    {
+      std::lock_guard<std::mutex> lk(sleep_mutex_);
+      stop_ = true;
+      ++wake_seq_;
+    }
+    wake_cv_.notify_all();
+    for (auto& t : threads_) t.join();
+  }
+
+  // Runs the job with up to `threads` threads; false when another caller
+  // holds the pool (the caller then runs the job itself).
+  bool run(int64_t begin, int64_t end, int64_t chunk, int threads, detail::ChunkFn fn, void* ctx) {
+    std::unique_lock<std::mutex> caller(caller_mutex_, std::try_to_lock);
+    if (!caller.owns_lock()) return false;
+    ensure_workers(threads - 1);
+    active_workers_.store(threads - 1, std::memory_order_relaxed);
+    const int64_t n = (end - begin + chunk - 1) / chunk;
+    fn_ = fn;
+    ctx_ = ctx;
+    begin_ = begin;
+    end_ = end;
+    chunk_ = chunk;
+    done_.store(0, std::memory_order_relaxed);
+    gen_ = (gen_ + 1) & 0xFFFF;
+    word_.store(make_word(gen_, static_cast<uint64_t>(n), 0), std::memory_order_seq_cst);
+    if (sleepers_.load(std::memory_order_seq_cst) > 0) {
+      {
+        std::lock_guard<std::mutex> lk(sleep_mutex_);
+        ++wake_seq_;
+      }
+      wake_cv_.notify_all();
+    }
+    t_in_pool = true;
+    while (claim_and_run()) {
+    }
+    t_in_pool = false;
+    // Chunks claimed by workers that are still running (or descheduled).
+    for (int spins = 0; done_.load(std::memory_order_acquire) < n; ++spins) {
+      if (spins < 4096) {
+        NNSIGHT_CPU_RELAX();
+      } else {
+        std::this_thread::yield();
+      }
+    }
+    return true;
+  }
+
+  int64_t threads_started() const { return started_.load(); }
+
+ private:
+  // Claims one chunk of the current job and runs it; false when none is left.
+  bool claim_and_run() {
+    uint64_t w = word_.load(std::memory_order_acquire);
+    for (;;) {
+      if (word_next(w) >= word_count(w)) return false;
+      if (word_.compare_exchange_weak(w, w + 1, std::memory_order_acq_rel, std::memory_order_acquire)) break;
+    }
+    const int64_t b = begin_ + static_cast<int64_t>(word_next(w)) * chunk_;
+    fn_(ctx_, b, std::min(end_, b + chunk_));
+    done_.fetch_add(1, std::memory_order_release);
+    return true;
+  }
+
+  bool claimable() const {
+    const uint64_t w = word_.load(std::memory_order_seq_cst);
+    return word_next(w) < word_count(w);
+  }
+
+  void ensure_workers(int wanted) {
+    while (static_cast<int>(threads_.size()) < wanted) {
+      const int index = static_cast<int>(threads_.size());
+      threads_.emplace_back([this, index] { work(index); });
+    }
+  }
+
+  // Worker `index` takes part in jobs that want more than `index` workers
+  // (the pool keeps the most threads any job asked for).
+  void work(int index) {
+    t_in_pool = true;
+    started_.fetch_add(1);
+    for (;;) {
+      // Poll for a chunk, then sleep until a caller publishes a job.
+      auto deadline = std::chrono::steady_clock::now() + kSpin;
+      for (int i = 0;; ++i) {
+        if (index < active_workers_.load(std::memory_order_relaxed) && claimable()) {
+          while (claim_and_run()) {
+          }
+          deadline = std::chrono::steady_clock::now() + kSpin;
+        }
+        NNSIGHT_CPU_RELAX();
+        if ((i & 63) == 0 && std::chrono::steady_clock::now() > deadline) break;
+      }
+      std::unique_lock<std::mutex> lk(sleep_mutex_);
+      if (stop_) return;
+      const uint64_t seq = wake_seq_;
+      sleepers_.fetch_add(1, std::memory_order_seq_cst);
+      if (index >= active_workers_.load(std::memory_order_relaxed) || !claimable())
+        wake_cv_.wait(lk, [&] { return wake_seq_ != seq || stop_; });
+      sleepers_.fetch_sub(1, std::memory_order_seq_cst);
+      if (stop_) return;
+    }
+  }
+
+  std::mutex caller_mutex_;  // one caller at a time
+  // The current job; written by the caller before word_ publishes it.
+  detail::ChunkFn fn_ = nullptr;
+  void* ctx_ = nullptr;
+  int64_t begin_ = 0, end_ = 0, chunk_ = 1;
+  uint64_t gen_ = 0;
+  alignas(64) std::atomic<uint64_t> word_{0};
+  alignas(64) std::atomic<int64_t> done_{0};
+  alignas(64) std::atomic<int> sleepers_{0};
+  std::atomic<int> active_workers_{0};
+  std::mutex sleep_mutex_;
+  std::condition_variable wake_cv_;
+  uint64_t wake_seq_ = 0;  // guarded by sleep_mutex_
+  bool stop_ = false;      // guarded by sleep_mutex_
+  std::atomic<int64_t> started_{0};
+  std::vector<std::thread> threads_;
+};
+
+Pool& pool() {
+  // Never destroyed: workers may still poll while static destructors run.
+  static Pool* p = new Pool();
+  return *p;
+}
+
+}  // namespace
+
+namespace detail {
+
+void parallel_chunks(int64_t begin, int64_t end, int64_t grain, ChunkFn fn, void* ctx) {
+  if (end <= begin) return;
+  grain = std::max<int64_t>(1, grain);
+  const int64_t n = end - begin;
+  const int threads = (n > grain && !t_in_pool && !at::in_parallel_region())
+                          ? (t_pool_threads > 0 ? t_pool_threads : at::get_num_threads())
+                          : 1;
+  if (threads <= 1) {
+    fn(ctx, begin, end);
+    return;
+  }
+  // n / grain chunks at most, so each is at least grain long.
+  const int64_t wanted = std::min<int64_t>({kChunksPerThread * threads, n / grain, kMaxChunks});
+  const int64_t chunk = (n + wanted - 1) / wanted;
+  if (!pool().run(begin, end, chunk, threads, fn, ctx)) fn(ctx, begin, end);
+}
+
+}  // namespace detail
+
+SerialLibTorchScope::SerialLibTorchScope() {
+  // at::get_num_threads() also runs LibTorch's once-per-thread setup, which
+  // would otherwise reset the OpenMP count inside the scope.
+  saved_pool_threads_ = t_pool_threads;
+  t_pool_threads = t_pool_threads > 0 ? t_pool_threads : at::get_num_threads();
+  const OmpApi& omp = omp_api();
+  if (omp.set_num_threads != nullptr && !at::in_parallel_region()) {
+    saved_omp_threads_ = omp.get_max_threads();
+    omp.set_num_threads(1);
+  }
+}
+
+SerialLibTorchScope::~SerialLibTorchScope() {
+  if (saved_omp_threads_ > 0) omp_api().set_num_threads(saved_omp_threads_);
+  t_pool_threads = saved_pool_threads_;
+}
+
+int64_t parallel_pool_threads_started() { return pool().threads_started(); }
+
+}  // namespace nnsight::kernels

@@ -1,0 +1,76 @@
+// parallel_for for the engine's own CPU kernels: a fork-join whose join waits
+// for the work, not for the threads.
+//
+// Why not at::parallel_for (OpenMP in the LibTorch builds used here) or
+// another library: OpenMP ends every parallel region with a team barrier and
+// hands each thread a fixed share, so the caller waits until every thread of
+// the team has been scheduled, done its share and arrived. On a machine whose
+// cores other processes share (the 2-core build VMs), one descheduled worker
+// stalls every region while the caller spins: batch-1 decode of the default
+// model ran at 0.5 tokens/s at load average 5 (54 with
+// OMP_WAIT_POLICY=passive, 95 on the quiet machine), and the Llama-3-8B-shaped
+// model spent about 40 % of its samples in OpenMP's barrier spin. oneTBB's
+// work-stealing join would not wait for idle threads, but it is not a
+// dependency of this project and would be a second pool beside LibTorch's
+// anyway; this is about 200 lines. Here the caller claims chunks from one
+// atomic counter exactly like the workers do, so a worker that is not running
+// takes no chunk and the caller simply does more of them; it returns as soon
+// as every chunk is done. Imbalance between threads evens out the same way.
+//
+// Which thread runs which chunk varies from call to call: a kernel must
+// compute each output element inside one chunk, in an order that does not
+// depend on the chunk's bounds (every kernel here does, which keeps their
+// batch invariance).
+#pragma once
+
+#include <cstdint>
+#include <type_traits>
+#include <utility>
+
+namespace nnsight::kernels {
+
+namespace detail {
+using ChunkFn = void (*)(void* ctx, int64_t begin, int64_t end);
+void parallel_chunks(int64_t begin, int64_t end, int64_t grain, ChunkFn fn, void* ctx);
+}  // namespace detail
+
+// Calls f(b, e) on disjoint ranges covering [begin, end), on up to
+// at::get_num_threads() threads (the calling one included). Ranges are at
+// least `grain` long (the last may be shorter); with end - begin <= grain,
+// one thread, or when called from inside a parallel region (this pool's or
+// OpenMP's), f(begin, end) runs on the calling thread. While one caller uses
+// the pool, another caller's work runs on its own thread. f must not throw.
+template <class F>
+void parallel_for(int64_t begin, int64_t end, int64_t grain, F&& f) {
+  using Fn = std::remove_reference_t<F>;
+  detail::parallel_chunks(
+      begin, end, grain, [](void* ctx, int64_t b, int64_t e) { (*static_cast<Fn*>(ctx))(b, e); },
+      const_cast<void*>(static_cast<const void*>(&f)));
+}
+
+// While one lives on this thread, LibTorch's own operators called from it
+// run on it alone (its OpenMP thread count for this thread is 1), and
+// kernels::parallel_for keeps the thread count at::get_num_threads() had
+// when the scope began. A model's forward runs in one: an OpenMP worker that
+// spins after each of LibTorch's parallel operators (for as long as
+// GOMP_SPINCOUNT says) would otherwise hold a core that this pool's worker
+// needs for the next kernel, and each such operator is one more team
+// barrier for a descheduled thread to stall (see above). The operators left
+// in a forward are small elementwise ones. Where LibTorch does not use
+// OpenMP the scope changes nothing for LibTorch.
+class SerialLibTorchScope {
+ public:
+  SerialLibTorchScope();
+  ~SerialLibTorchScope();
+  SerialLibTorchScope(const SerialLibTorchScope&) = delete;
+  SerialLibTorchScope& operator=(const SerialLibTorchScope&) = delete;
+
+ private:
+  int saved_omp_threads_ = 0;  // 0: nothing to restore
+  int saved_pool_threads_ = 0;
+};
+
+// Threads that have run chunks for the pool (tests: whether the workers take part).
+int64_t parallel_pool_threads_started();
+
+}  // namespace nnsight::kernels
