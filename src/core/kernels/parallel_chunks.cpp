@@ -214,8 +214,11 @@ void parallel_chunks(int64_t begin, int64_t end, int64_t grain, ChunkFn fn, void
     fn(ctx, begin, end);
     return;
   }
-  // n / grain chunks at most, so each is at least grain long.
-  const int64_t wanted = std::min<int64_t>({kChunksPerThread * threads, n / grain, kMaxChunks});
+  // As at::parallel_for: min(threads, ceil(n / grain)) threads' worth of
+  // work (so a share may be shorter than grain), cut into kChunksPerThread
+  // chunks each.
+  const int64_t shares = std::min<int64_t>(threads, (n + grain - 1) / grain);
+  const int64_t wanted = std::min<int64_t>({kChunksPerThread * shares, n, kMaxChunks});
   const int64_t chunk = (n + wanted - 1) / wanted;
   if (!pool().run(begin, end, chunk, threads, fn, ctx)) fn(ctx, begin, end);
 }

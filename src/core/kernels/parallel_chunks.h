@@ -35,10 +35,11 @@ void parallel_chunks(int64_t begin, int64_t end, int64_t grain, ChunkFn fn, void
 }  // namespace detail
 
 // Calls f(b, e) on disjoint ranges covering [begin, end), on up to
-// at::get_num_threads() threads (the calling one included). Ranges are at
-// least `grain` long (the last may be shorter); with end - begin <= grain,
-// one thread, or when called from inside a parallel region (this pool's or
-// OpenMP's), f(begin, end) runs on the calling thread. While one caller uses
+// min(at::get_num_threads(), ceil((end - begin) / grain)) threads (the
+// calling one included), as at::parallel_for would, each thread's share cut
+// into a few chunks; with end - begin <= grain, one thread, or when called
+// from inside a parallel region (this pool's or OpenMP's), f(begin, end)
+// runs on the calling thread. While one caller uses
 // the pool, another caller's work runs on its own thread. f must not throw.
 template <class F>
 void parallel_for(int64_t begin, int64_t end, int64_t grain, F&& f) {
@@ -51,12 +52,12 @@ void parallel_for(int64_t begin, int64_t end, int64_t grain, F&& f) {
 // While one lives on this thread, LibTorch's own operators called from it
 // run on it alone (its OpenMP thread count for this thread is 1), and
 // kernels::parallel_for keeps the thread count at::get_num_threads() had
-// when the scope began. A model's forward runs in one: an OpenMP worker that
-// spins after each of LibTorch's parallel operators (for as long as
-// GOMP_SPINCOUNT says) would otherwise hold a core that this pool's worker
-// needs for the next kernel, and each such operator is one more team
-// barrier for a descheduled thread to stall (see above). The operators left
-// in a forward are small elementwise ones. Where LibTorch does not use
+// when the scope began. An engine step (forward, logits, sampling) runs in
+// one: an OpenMP worker that spins after each of LibTorch's parallel
+// operators (for as long as GOMP_SPINCOUNT says) would otherwise hold a core
+// that this pool's worker needs for the next kernel, and each such operator
+// is one more team barrier for a descheduled thread to stall (see above).
+// The operators left in a step are small elementwise ones and the sampler's. Where LibTorch does not use
 // OpenMP the scope changes nothing for LibTorch.
 class SerialLibTorchScope {
  public:
