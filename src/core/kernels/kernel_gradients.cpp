@@ -13,6 +13,7 @@
 #include "core/kernels/linear.h"
 #include "core/kernels/packed_linear.h"
 #include "core/kernels/packed_linear_internal.h"
+#include "core/kernels/parallel_chunks.h"
 #include "core/kernels/rms_norm.h"
 
 namespace nnsight::kernels {
@@ -48,7 +49,7 @@ at::Tensor packed_input_grad(const at::Tensor& g, const PackedMatrix& w) {
     if (rows.empty()) continue;
     const int64_t m = static_cast<int64_t>(rows.size());
     float* dst = buffer.data_ptr<float>();
-    at::parallel_for(0, m, 16, [&](int64_t begin, int64_t end) {
+    kernels::parallel_for(0, m, 16, [&](int64_t begin, int64_t end) {
       for (int64_t i = begin; i < end; ++i) {
         if (decode)
           decode(w.row(rows[i]), dst + i * w.cols, w.cols);
