@@ -36,7 +36,7 @@ at::Tensor packed_input_grad(const at::Tensor& g, const PackedMatrix& w) {
   if (packed_path_available(PackedPath::Fused))
     if (const detail::PackedKernels* k = detail::avx512_packed_kernels(w.type)) decode = k->decode_row;
   const at::Tensor g2 = g.reshape({-1, w.rows}).to(at::kFloat).contiguous();  // [M, N]
-  at::Tensor dx = at::zeros({g2.size(0), w.cols}, at::kFloat);               // [M, K]
+  at::Tensor dx = at::zeros({g2.size(0), w.cols}, at::kFloat);                // [M, K]
   at::Tensor buffer = at::empty({std::min(block_rows, w.rows), w.cols}, at::kFloat);
   const at::Tensor live = g2.ne(0).any(0);  // [N]: the rows of w the gradient reaches
   const bool* reached = live.data_ptr<bool>();

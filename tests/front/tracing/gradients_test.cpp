@@ -247,9 +247,8 @@ TEST_F(Gradients, Gpt2LayerNormsAndFusedProjectionsRecordToo) {
       g = h.grad().save();
     });
   });
-  auto without = gpt2.trace(greedy(2), [&](Tracer& t) {
-    t.invoke(kB, [&] { h2 = gpt2.envoy("transformer.h.0.mlp").output().save(); });
-  });
+  auto without = gpt2.trace(
+      greedy(2), [&](Tracer& t) { t.invoke(kB, [&] { h2 = gpt2.envoy("transformer.h.0.mlp").output().save(); }); });
   EXPECT_TRUE(at::equal(with[h1], without[h2]));
   EXPECT_EQ(with.output().token_ids, without.output().token_ids);
   // Every position reaches the last one's logits through attention.
