@@ -4,29 +4,25 @@
 
 namespace nnsight::batching {
 
+namespace {
+// A copy of m with f applied to each defined tensor (host copies stay).
+template <class F>
+BatchMeta map_tensors(const BatchMeta& m, F f) {
+  BatchMeta out = m;
+  for (at::Tensor* t :
+       {&out.positions, &out.slot_mapping, &out.query_start, &out.context_lens, &out.block_tables, &out.logits_rows})
+    if (t->defined()) *t = f(*t);
+  return out;
+}
+}  // namespace
+
 BatchMeta BatchMeta::to(const at::Device& device) const {
-  BatchMeta m = *this;
-  if (positions.defined() && positions.device() == device) return m;
-  auto mv = [&](const at::Tensor& t) { return t.defined() ? t.to(device, /*non_blocking=*/true) : t; };
-  m.positions = mv(positions);
-  m.slot_mapping = mv(slot_mapping);
-  m.query_start = mv(query_start);
-  m.context_lens = mv(context_lens);
-  m.block_tables = mv(block_tables);
-  m.logits_rows = mv(logits_rows);
-  return m;
+  if (positions.defined() && positions.device() == device) return *this;
+  return map_tensors(*this, [&](const at::Tensor& t) { return t.to(device, /*non_blocking=*/true); });
 }
 
 BatchMeta BatchMeta::clone() const {
-  BatchMeta m = *this;
-  auto cp = [](const at::Tensor& t) { return t.defined() ? t.clone() : t; };
-  m.positions = cp(positions);
-  m.slot_mapping = cp(slot_mapping);
-  m.query_start = cp(query_start);
-  m.context_lens = cp(context_lens);
-  m.block_tables = cp(block_tables);
-  m.logits_rows = cp(logits_rows);
-  return m;
+  return map_tensors(*this, [](const at::Tensor& t) { return t.clone(); });
 }
 
 }  // namespace nnsight::batching

@@ -83,4 +83,13 @@ bool uses_gradients(const Graph& g) {
   return false;
 }
 
+NodeId grad_source(const Graph& g, NodeId value) {
+  const Node& n = g.nodes[value];
+  if (n.kind == NodeKind::Op && n.name == "getitem" && n.args.size() == 2) {
+    const Node& index = g.nodes[n.args[1]];
+    if (index.kind == NodeKind::Const && index.value.kind() == ValueKind::Int) return n.args[0];
+  }
+  return value;
+}
+
 }  // namespace nnsight::dsl

@@ -54,6 +54,11 @@ struct GraphAnalysis {
 GraphAnalysis analyze(const Graph& g);
 // Whether the graph calls backward() (its requests then run with autograd).
 bool uses_gradients(const Graph& g);
+// The node whose model value `value` is, for a grad(): `value` itself, or,
+// for a getitem of it with a constant int (an element of a module's tuple),
+// the node it indexes. Whether that is a Get of a differentiable key is the
+// validator's check.
+NodeId grad_source(const Graph& g, NodeId value);
 // Analyses every graph of a trace and fills each External's `needed` from the
 // graph it refers to. graphs[i] must be invoke i (validate_trace checks).
 std::vector<GraphAnalysis> analyze_trace(const std::vector<const Graph*>& graphs);

@@ -1,5 +1,6 @@
 #include "dsl/validate.h"
 
+#include "dsl/analysis.h"
 #include "dsl/binary_codec.h"
 #include "dsl/dtype.h"
 #include "dsl/errors.h"
@@ -189,11 +190,8 @@ class Validator {
         // The gradient is that of a value the model holds, as read: a
         // module's output or input, the logits, or an element of a module's
         // tuple (not a value computed from them, which the model never sees).
-        NodeId src = n.args[0];
-        const Node* s = &g_.nodes[src];
-        if (s->kind == NodeKind::Op && s->name == "getitem" && s->args.size() == 2 &&
-            g_.nodes[s->args[1]].kind == NodeKind::Const && g_.nodes[s->args[1]].value.kind() == ValueKind::Int)
-          s = &g_.nodes[s->args[0]];
+        const NodeId src = n.args[0];
+        const Node* s = &g_.nodes[grad_source(g_, src)];
         auto pk = s->kind == NodeKind::Get ? parse_provider_key(s->name) : std::nullopt;
         if (!pk || (pk->kind != KeyKind::ModuleOutput && pk->kind != KeyKind::ModuleInput &&
                     pk->kind != KeyKind::ModuleInputs && pk->kind != KeyKind::Logits))

@@ -173,9 +173,8 @@ void ModelRunner::finish(const at::Tensor& tokens, ModelRunnerOutput& out) {
 }
 
 bool ModelRunner::gradient_step() const {
-  for (const auto& r : groups())
-    if (states_.at(r.id).params.gradients()) return true;
-  return false;
+  // The scheduler never mixes the two kinds: the first request tells.
+  return !groups().empty() && states_.at(groups().begin()->id).params.gradients();
 }
 
 ModelRunnerOutput ModelRunner::execute(const SchedulerOutput& step) {

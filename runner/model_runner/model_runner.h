@@ -55,7 +55,7 @@ class ModelRunner {
   at::Tensor compute_logits(const at::Tensor& hidden);
   at::Tensor sample(const at::Tensor& logits, ModelRunnerOutput& out);
   void finish(const at::Tensor& tokens, ModelRunnerOutput& out);
-  // Whether a request of this step asked for gradients (then all did: the scheduler keeps them apart).
+  // Whether this step's requests asked for gradients (all or none: the scheduler keeps them apart).
   bool gradient_step() const;
 
   const batching::BatchGroups& groups() const { return inputs_.batch().groups; }

@@ -35,9 +35,7 @@ std::set<std::string> grad_keys(const dsl::Graph& g) {
   std::set<std::string> keys;
   for (const auto& n : g.nodes) {
     if (n.kind != dsl::NodeKind::Grad) continue;
-    const dsl::Node* s = &g.nodes[n.args[0]];
-    if (s->kind == dsl::NodeKind::Op) s = &g.nodes[s->args[0]];  // getitem of a tuple (validated)
-    keys.insert(s->name);
+    keys.insert(g.nodes[dsl::grad_source(g, n.args[0])].name);  // a Get (validated)
   }
   return keys;
 }

@@ -217,7 +217,8 @@ void Interleaver::before_forward(const runner::StepContext& ctx) {
     return;
   }
   for (auto& [tid, g] : groups_)
-    for (auto& m : g->mediators()) m->clear_grad_values();
+    for (auto& m : g->mediators())
+      if (!m->grad_keys.empty()) m->clear_grad_values();
   sync_hooks();
 }
 

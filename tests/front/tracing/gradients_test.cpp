@@ -143,10 +143,10 @@ TEST_F(Gradients, ForwardValuesEqualTheTraceWithoutBackward) {
 
 TEST_F(Gradients, EachInvokeGetsItsOwnRowsGradient) {
   // Invoke 1 backpropagates a metric of its own logits; its gradient equals
-  // the same invoke traced alone, and invoke 0's rows get none of it.
-  Saved g0, g1;
+  // the same invoke traced alone, and invoke 0 beside it is unchanged.
+  Saved l0, g1;
   auto both = lm_->trace(greedy(1), [&](Tracer& t) {
-    t.invoke(kA, [&] { g0 = lm_->envoy("model.layers.0.mlp").output().save(); });
+    t.invoke(kA, [&] { l0 = lm_->logits().save(); });
     t.invoke(kB, [&] {
       auto h = lm_->envoy("model.layers.0.mlp").output();
       lm_->logits()[{0, 5}].backward();
@@ -163,6 +163,9 @@ TEST_F(Gradients, EachInvokeGetsItsOwnRowsGradient) {
   });
   EXPECT_LT(rel_diff(both[g1], one[alone]), 1e-6);
   EXPECT_EQ(both[g1].size(0), static_cast<int64_t>(kB.size()));
+  Saved a_alone;
+  auto a = lm_->trace(greedy(1), [&](Tracer& t) { t.invoke(kA, [&] { a_alone = lm_->logits().save(); }); });
+  EXPECT_TRUE(at::equal(both[l0], a[a_alone]));
 }
 
 TEST_F(Gradients, PlainRequestBesideAGradientTraceIsUnchanged) {
