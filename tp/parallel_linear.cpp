@@ -100,6 +100,25 @@ at::Tensor RowParallelLinear::dense_weight() const {
   return packed_ ? packed_->dequantize().to(weight.options()) : weight;
 }
 
+std::vector<at::Tensor> forward_together(const at::Tensor& x, const std::vector<ColumnParallelLinear*>& layers) {
+  bool together = true;
+  for (const ColumnParallelLinear* l : layers)
+    together = together && l->packed_weight() != nullptr && !l->has_hooks() && !l->gathers_output();
+  if (together) {
+    std::vector<const kernels::PackedMatrix*> ws;
+    std::vector<at::Tensor> biases;
+    for (const ColumnParallelLinear* l : layers) {
+      ws.push_back(l->packed_weight());
+      biases.push_back(l->bias);
+    }
+    return kernels::packed_linear_many(x, ws, biases);
+  }
+  std::vector<at::Tensor> outs;
+  outs.reserve(layers.size());
+  for (ColumnParallelLinear* l : layers) outs.push_back(l->forward(x));
+  return outs;
+}
+
 at::Tensor RowParallelLinear::forward(const at::Tensor& x) {
   return invoke(x, [&](const at::Tensor& in) {
     if (ctx_.single()) return packed_ ? kernels::packed_linear(in, *packed_, bias) : kernels::linear(in, weight, bias);

@@ -66,6 +66,13 @@ class ColumnParallelLinear : public Module {
   std::shared_ptr<const kernels::PackedMatrix> packed_;
 };
 
+// The forwards of several column-parallel layers on the same x (a layer's
+// q/k/v or gate/up projections), equal to calling each one's forward: when
+// every layer holds a packed weight, has no hook and does not gather its
+// output, one kernels::packed_linear_many call (one fork-join at decode
+// instead of one per layer); otherwise each layer's forward in turn.
+std::vector<at::Tensor> forward_together(const at::Tensor& x, const std::vector<ColumnParallelLinear*>& layers);
+
 class RowParallelLinear : public Module {
  public:
   // `layout`: the whole-weight columns (input features) every rank holds;

@@ -52,9 +52,10 @@ LlamaAttention::LlamaAttention(const ModelConfig& cfg, const tp::ParallelContext
 at::Tensor LlamaAttention::forward(const at::Tensor& x, const batching::BatchMeta& meta, KVCache& kv) {
   return invoke(x, [&](const at::Tensor& h) {
     const int64_t t = h.size(0);
-    at::Tensor q = q_proj->forward(h).reshape({t, local_heads_, head_dim_}).clone();     // [T, heads, d]
-    at::Tensor k = k_proj->forward(h).reshape({t, local_kv_heads_, head_dim_}).clone();  // [T, kv, d]
-    at::Tensor v = v_proj->forward(h).reshape({t, local_kv_heads_, head_dim_});
+    const std::vector<at::Tensor> qkv = tp::forward_together(h, {q_proj.get(), k_proj.get(), v_proj.get()});
+    at::Tensor q = qkv[0].reshape({t, local_heads_, head_dim_}).clone();     // [T, heads, d]
+    at::Tensor k = qkv[1].reshape({t, local_kv_heads_, head_dim_}).clone();  // [T, kv, d]
+    at::Tensor v = qkv[2].reshape({t, local_kv_heads_, head_dim_});
     // Rotated copies: the projections' outputs stay as hooks saw them.
     rotary_->apply_(q, meta.positions);
     rotary_->apply_(k, meta.positions);
@@ -82,7 +83,8 @@ LlamaMLP::LlamaMLP(const ModelConfig& cfg, const tp::ParallelContext& ctx, const
 
 at::Tensor LlamaMLP::forward(const at::Tensor& x) {
   return invoke(x, [&](const at::Tensor& h) {
-    return down_proj->forward(act_fn->forward(gate_proj->forward(h)) * up_proj->forward(h));
+    const std::vector<at::Tensor> gu = tp::forward_together(h, {gate_proj.get(), up_proj.get()});
+    return down_proj->forward(act_fn->forward(gu[0]) * gu[1]);
   });
 }
 

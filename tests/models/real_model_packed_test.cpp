@@ -29,7 +29,6 @@
 namespace nnsight {
 namespace {
 
-
 // GgufWeights directly: packed on every CPU (open_weights keeps weights
 // packed only where the AVX-512 kernels exist).
 std::shared_ptr<CausalLM> load(bool packed) {
@@ -135,6 +134,47 @@ TEST(RealModelPacked, ASequencesLogitsAreTheSameAloneOrBatched) {
         << "step " << st << ": max difference " << (got[0] - alone[st]).abs().max().item<double>();
     EXPECT_FALSE(testing::bitwise_equal(got[1], got[0]));
   }
+}
+
+// At a few rows a layer's q/k/v and gate/up projections run as one job
+// (tp::forward_together); a hook on one of them sends that layer back to one
+// call per projection. Either way: the same bits, and the hook sees every call.
+TEST(RealModelPacked, HookedProjectionsRunOneByOneWithTheSameResults) {
+  at::NoGradGuard no_grad;
+  auto model = load(true);
+  auto& llama = dynamic_cast<LlamaForCausalLM&>(*model);
+  const Plan plan = make_plan(model->config().vocab_size);
+  std::vector<std::vector<at::Tensor>> plain;
+  {
+    testing::PagedStepper s(*model, 3, 16, 32);
+    for (const auto& step : plan.steps) plain.push_back(s.step(step, {1, 0, 2}));
+  }
+  auto& layer = *llama.model->layer_ptrs[4];
+  std::vector<at::Tensor> seen_k, seen_up;
+  HookHandle hk = layer.self_attn->k_proj->register_forward_hook(
+      [&](Module&, const ModuleIO&, const ModuleIO& out) -> std::optional<ModuleIO> {
+        seen_k.push_back(out.tensor().clone());
+        return std::nullopt;
+      });
+  HookHandle hu = layer.mlp->up_proj->register_forward_hook(
+      [&](Module&, const ModuleIO& in, const ModuleIO& out) -> std::optional<ModuleIO> {
+        // What the projection computed is what one packed_linear call gives.
+        EXPECT_TRUE(testing::bitwise_equal(
+            out.tensor(), kernels::packed_linear(in.tensor(), *layer.mlp->up_proj->packed_weight(), at::Tensor())));
+        seen_up.push_back(out.tensor());
+        return std::nullopt;
+      });
+  testing::PagedStepper s(*model, 3, 16, 32);
+  for (size_t st = 0; st < plan.steps.size(); ++st) {
+    auto got = s.step(plan.steps[st], {1, 0, 2});
+    for (size_t i = 0; i < got.size(); ++i)
+      if (got[i].defined()) EXPECT_TRUE(testing::bitwise_equal(got[i], plain[st][i])) << "step " << st;
+  }
+  EXPECT_EQ(seen_k.size(), plan.steps.size());
+  EXPECT_EQ(seen_up.size(), plan.steps.size());
+  EXPECT_EQ(seen_k.back().size(0), 3);  // the last step decodes one token for each sequence
+  hk.remove();
+  hu.remove();
 }
 
 // Through the engine (packed by default where the CPU has AVX-512).

@@ -169,7 +169,11 @@ at::Tensor packed_linear_on_path(PackedPath path, const at::Tensor& x, const Pac
               " differs from the weight's ", w.cols, " columns");
   const int64_t K = w.cols, N = w.rows;
   const int64_t M = K == 0 ? 0 : x.numel() / K;
-  at::Tensor x2 = x.reshape({M, K}).to(at::kFloat).contiguous();  // [M, K]
+  // A float32 contiguous [M, K] x (every decode step's) is used as it is:
+  // each reshape / to / contiguous / view is a LibTorch call of about a
+  // microsecond, and a decode step makes 210 of these calls.
+  const bool as_is = x.dim() == 2 && x.scalar_type() == at::kFloat && x.is_contiguous();
+  at::Tensor x2 = as_is ? x : x.reshape({M, K}).to(at::kFloat).contiguous();  // [M, K]
   at::Tensor b;
   if (bias.defined()) {
     TORCH_CHECK(bias.dim() == 1 && bias.size(0) == N, "packed_linear: bias of shape ", bias.sizes(), " for ", N,
@@ -186,6 +190,7 @@ at::Tensor packed_linear_on_path(PackedPath path, const at::Tensor& x, const Pac
     }
   }
   if (x.scalar_type() != at::kFloat) out = out.to(x.scalar_type());
+  if (x.dim() == 2) return out;
   std::vector<int64_t> sizes(x.sizes().begin(), x.sizes().end());
   sizes.back() = N;
   return out.view(sizes);
@@ -194,6 +199,61 @@ at::Tensor packed_linear_on_path(PackedPath path, const at::Tensor& x, const Pac
 at::Tensor packed_linear(const at::Tensor& x, const PackedMatrix& w, const at::Tensor& bias) {
   if (records_grad(x)) return packed_linear_recorded(x, w, bias);
   return packed_linear_on_path(PackedPath::Auto, x, w, bias);
+}
+
+std::vector<at::Tensor> packed_linear_many(const at::Tensor& x, const std::vector<const PackedMatrix*>& ws,
+                                           const std::vector<at::Tensor>& biases) {
+  TORCH_CHECK(biases.empty() || biases.size() == ws.size(), "packed_linear_many: ", biases.size(), " biases for ",
+              ws.size(), " matrices");
+  const auto bias_of = [&](size_t i) { return biases.empty() ? at::Tensor() : biases[i]; };
+  const PackedKernels* first = ws.empty() ? nullptr : fused_kernels(ws[0]->type);
+  bool together = first != nullptr && !records_grad(x) && x.dim() == 2 && x.scalar_type() == at::kFloat &&
+                  x.is_contiguous() && x.size(0) >= 1 && x.size(0) <= kFusedMaxRows;
+  for (size_t i = 0; together && i < ws.size(); ++i) {
+    const at::Tensor b = bias_of(i);
+    together = ws[i]->cols == x.size(1) && ws[i]->cols > 0 && ws[i]->rows > 0 &&
+               fused_kernels(ws[i]->type) != nullptr && (!b.defined() || (b.dim() == 1 && b.size(0) == ws[i]->rows));
+  }
+  std::vector<at::Tensor> outs;
+  outs.reserve(ws.size());
+  if (!together) {
+    for (size_t i = 0; i < ws.size(); ++i) outs.push_back(packed_linear(x, *ws[i], bias_of(i)));
+    return outs;
+  }
+  const int64_t M = x.size(0);
+  struct Part {
+    const PackedKernels* k;
+    const PackedMatrix* w;
+    at::Tensor bias;  // float32 contiguous, or undefined
+    int64_t unit0;    // first unit of this matrix in the shared numbering
+  };
+  std::vector<Part> parts;
+  parts.reserve(ws.size());
+  int64_t units = 0;
+  double cost = 0.0;
+  for (size_t i = 0; i < ws.size(); ++i) {
+    const at::Tensor b = bias_of(i);
+    parts.push_back({fused_kernels(ws[i]->type), ws[i], b.defined() ? b.to(at::kFloat).contiguous() : b, units});
+    outs.push_back(at::empty({M, ws[i]->rows}, x.options()));  // [M, N_i]
+    const int64_t u = (ws[i]->rows + kRowsPerUnit - 1) / kRowsPerUnit;
+    cost += unit_cost_ns(M, *ws[i]) * static_cast<double>(u);
+    units += u;
+  }
+  const int64_t grain =
+      std::max<int64_t>(1, static_cast<int64_t>(std::ceil(kMinThreadWorkNs / (cost / static_cast<double>(units)))));
+  const float* xp = x.data_ptr<float>();
+  kernels::parallel_for(0, units, grain, [&](int64_t u0, int64_t u1) {
+    for (size_t i = 0; i < parts.size(); ++i) {
+      const Part& p = parts[i];
+      const int64_t end = i + 1 < parts.size() ? parts[i + 1].unit0 : units;
+      const int64_t a = std::max(u0, p.unit0), b = std::min(u1, end);
+      if (a >= b) continue;
+      const int64_t n0 = (a - p.unit0) * kRowsPerUnit, n1 = std::min((b - p.unit0) * kRowsPerUnit, p.w->rows);
+      fused_columns(*p.k, xp, *p.w, p.bias.defined() ? p.bias.data_ptr<float>() : nullptr, outs[i].data_ptr<float>(), M,
+                    n0, n1);
+    }
+  });
+  return outs;
 }
 
 at::Tensor packed_embedding(const PackedMatrix& w, const at::Tensor& ids, at::ScalarType dtype) {

@@ -12,6 +12,8 @@
 
 #include <ATen/core/Tensor.h>
 
+#include <vector>
+
 #include "core/kernels/packed_matrix.h"
 
 namespace nnsight::kernels {
@@ -20,6 +22,15 @@ namespace nnsight::kernels {
 // product computed in float32 and rounded once to bfloat16); w: [N, K];
 // bias: [N] (any floating dtype) or undefined -> [..., N] in x's dtype.
 at::Tensor packed_linear(const at::Tensor& x, const PackedMatrix& w, const at::Tensor& bias);
+
+// Several matrices with the same input width applied to one x (a layer's
+// q/k/v or gate/up projections): the same tensors as one packed_linear call
+// each, bit for bit, but at few rows of x (up to packed_fused_max_rows()) all
+// the matrices' output columns are shared out to the threads as one job, so a
+// decode step pays one fork-join for them instead of one per matrix. biases:
+// empty, or one (possibly undefined) tensor per matrix.
+std::vector<at::Tensor> packed_linear_many(const at::Tensor& x, const std::vector<const PackedMatrix*>& ws,
+                                           const std::vector<at::Tensor>& biases);
 
 // The kernel's two ways through, for tests and benchmarks.
 enum class PackedPath {

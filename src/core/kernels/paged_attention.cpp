@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <type_traits>
 #include <vector>
@@ -16,8 +17,38 @@
 
 namespace nnsight::kernels {
 
+namespace {
+
+// Copies row t of src ([T, kv_heads, head_dim], contiguous, the cache's
+// dtype) into flat slot slot[t] of dst: index_copy_'s result without its two
+// LibTorch calls per layer and step (a few microseconds at one token).
+void copy_rows(at::Tensor& dst, const at::Tensor& src, const int64_t* slot, int64_t T) {
+  const int64_t row = src.numel() / std::max<int64_t>(T, 1) * static_cast<int64_t>(src.element_size());  // bytes
+  const int64_t slots = dst.numel() * static_cast<int64_t>(dst.element_size()) / std::max<int64_t>(row, 1);
+  auto* out = static_cast<uint8_t*>(dst.data_ptr());
+  const auto* in = static_cast<const uint8_t*>(src.data_ptr());
+  for (int64_t t = 0; t < T; ++t) {
+    TORCH_CHECK(slot[t] >= 0 && slot[t] < slots, "write_kv: slot ", slot[t], " outside the cache's ", slots);
+    std::memcpy(out + slot[t] * row, in + t * row, static_cast<size_t>(row));
+  }
+}
+
+}  // namespace
+
 void write_kv(KVCache& cache, const at::Tensor& k, const at::Tensor& v, const batching::BatchMeta& meta) {
   const int64_t kvh = cache.num_kv_heads(), d = cache.head_dim();
+  const auto direct = [&](const at::Tensor& t, const at::Tensor& c) {
+    return t.device().is_cpu() && c.device().is_cpu() && t.scalar_type() == c.scalar_type() && t.is_contiguous() &&
+           c.is_contiguous() && t.numel() == t.size(0) * kvh * d;
+  };
+  if (meta.slot_mapping.device().is_cpu() && meta.slot_mapping.scalar_type() == at::kLong &&
+      meta.slot_mapping.is_contiguous() && meta.slot_mapping.numel() == k.size(0) && direct(k, cache.key) &&
+      direct(v, cache.value)) {
+    const int64_t* slot = meta.slot_mapping.data_ptr<int64_t>();
+    copy_rows(cache.key, k, slot, k.size(0));
+    copy_rows(cache.value, v, slot, v.size(0));
+    return;
+  }
   // [num_blocks * block_size, kv_heads, head_dim] views of the cache.
   cache.key.view({-1, kvh, d}).index_copy_(0, meta.slot_mapping, k.to(cache.key.dtype()));
   cache.value.view({-1, kvh, d}).index_copy_(0, meta.slot_mapping, v.to(cache.value.dtype()));
@@ -54,22 +85,31 @@ void attention_cpu(const at::Tensor& q, const KVCache& cache, const batching::Ba
   const RowType row_type = std::is_same_v<scalar_t, float> ? RowType::F32 : RowType::BF16;
 
   kernels::parallel_for(0, num_seqs * num_heads, 1, [&](int64_t begin, int64_t end) {
-    // Scratch reused across items of this chunk: query row, scores, output row.
-    std::vector<float> qf(static_cast<size_t>(d)), acc(static_cast<size_t>(d));
-    std::vector<float> scores;
-    std::vector<const void*> krows, vrows;
+    // Scratch kept by each thread across calls (query row, scores, output
+    // row, key/value row pointers): at one token a layer's attention is a few
+    // microseconds, and five fresh vectors per chunk were a visible part.
+    thread_local std::vector<float> qf, acc, scores;
+    thread_local std::vector<const void*> krows, vrows;
+    qf.resize(static_cast<size_t>(d));
+    acc.resize(static_cast<size_t>(d));
+    int64_t resolved_s = -1, resolved_g = -1;
     for (int64_t item = begin; item < end; ++item) {
       const int64_t s = item / num_heads, h = item % num_heads, g = h / group;
       const int64_t q_begin = qs[s], q_len = qs[s + 1] - qs[s], context = ctx[s];
       if (q_len == 0) continue;
       const int64_t cached = context - q_len;
-      // Resolve the sequence's key/value rows for this KV head once.
-      krows.resize(static_cast<size_t>(context));
-      vrows.resize(static_cast<size_t>(context));
-      for (int64_t j = 0; j < context; ++j) {
-        const int64_t slot = static_cast<int64_t>(bt[s * bt_stride + j / bs]) * bs + j % bs;
-        krows[j] = kp + (slot * kvh + g) * d;
-        vrows[j] = vp + (slot * kvh + g) * d;
+      // Resolve the sequence's key/value rows for this KV head once (the
+      // heads of a group come one after another).
+      if (s != resolved_s || g != resolved_g) {
+        krows.resize(static_cast<size_t>(context));
+        vrows.resize(static_cast<size_t>(context));
+        for (int64_t j = 0; j < context; ++j) {
+          const int64_t slot = static_cast<int64_t>(bt[s * bt_stride + j / bs]) * bs + j % bs;
+          krows[j] = kp + (slot * kvh + g) * d;
+          vrows[j] = vp + (slot * kvh + g) * d;
+        }
+        resolved_s = s;
+        resolved_g = g;
       }
       scores.resize(static_cast<size_t>(context));
       for (int64_t i = 0; i < q_len; ++i) {

@@ -155,6 +155,40 @@ TEST_P(PackedLinear, EveryRowIsTheSameAloneOrInAnyBatchAndThreadCount) {
   }
 }
 
+TEST_P(PackedLinear, ManyMatricesAtOnceEqualOneCallEach) {
+  // q/k/v-like: the same input width, different heights (one not a multiple
+  // of the 16-row units), a bias on one of them; another type mixed in.
+  const PackedType type = GetParam();
+  const int64_t K = test_cols(type);
+  const PackedType other = type == PackedType::Q8_0 ? PackedType::Q4_1 : PackedType::Q8_0;
+  const int64_t other_k = kernels::packed_traits(other).block_size == 32 ? K : 0;
+  PackedMatrix a = random_matrix(type, 37, K, 21), b = random_matrix(type, 16, K, 22),
+               c = random_matrix(type, 5, K, 23);
+  at::Generator gen = at::detail::createCPUGenerator(7);
+  at::Tensor bias_b = at::randn({16}, gen, at::kFloat);
+  ThreadCountGuard guard;
+  for (int threads : {1, 2}) {
+    at::set_num_threads(threads);
+    for (int64_t M : {1, 3, 8, 9, 32}) {
+      SCOPED_TRACE("M=" + std::to_string(M) + " threads=" + std::to_string(threads));
+      at::Tensor x = at::randn({M, K}, gen, at::kFloat);
+      const std::vector<at::Tensor> ys =
+          kernels::packed_linear_many(x, {&a, &b, &c}, {at::Tensor(), bias_b, at::Tensor()});
+      ASSERT_EQ(ys.size(), 3u);
+      EXPECT_TRUE(bitwise_equal(ys[0], kernels::packed_linear(x, a, at::Tensor())));
+      EXPECT_TRUE(bitwise_equal(ys[1], kernels::packed_linear(x, b, bias_b)));
+      EXPECT_TRUE(bitwise_equal(ys[2], kernels::packed_linear(x, c, at::Tensor())));
+      if (other_k == K) {
+        PackedMatrix d = random_matrix(other, 20, K, 24);
+        const std::vector<at::Tensor> mixed = kernels::packed_linear_many(x, {&d, &a}, {});
+        EXPECT_TRUE(bitwise_equal(mixed[0], kernels::packed_linear(x, d, at::Tensor())));
+        EXPECT_TRUE(bitwise_equal(mixed[1], kernels::packed_linear(x, a, at::Tensor())));
+      }
+    }
+  }
+  EXPECT_THROW(kernels::packed_linear_many(at::randn({1, K}), {&a, &b}, {at::Tensor()}), c10::Error);
+}
+
 TEST_P(PackedLinear, EmbeddingRowsEqualTheDequantizedRows) {
   const PackedType type = GetParam();
   PackedMatrix w = random_matrix(type, 29, test_cols(type), 13);
