@@ -206,20 +206,15 @@ std::vector<at::Tensor> packed_linear_many(const at::Tensor& x, const std::vecto
   TORCH_CHECK(biases.empty() || biases.size() == ws.size(), "packed_linear_many: ", biases.size(), " biases for ",
               ws.size(), " matrices");
   const auto bias_of = [&](size_t i) { return biases.empty() ? at::Tensor() : biases[i]; };
-  const PackedKernels* first = ws.empty() ? nullptr : fused_kernels(ws[0]->type);
-  bool together = first != nullptr && !records_grad(x) && x.dim() == 2 && x.scalar_type() == at::kFloat &&
-                  x.is_contiguous() && x.size(0) >= 1 && x.size(0) <= kFusedMaxRows;
-  for (size_t i = 0; together && i < ws.size(); ++i) {
-    const at::Tensor b = bias_of(i);
-    together = ws[i]->cols == x.size(1) && ws[i]->cols > 0 && ws[i]->rows > 0 &&
-               fused_kernels(ws[i]->type) != nullptr && (!b.defined() || (b.dim() == 1 && b.size(0) == ws[i]->rows));
-  }
-  std::vector<at::Tensor> outs;
-  outs.reserve(ws.size());
-  if (!together) {
+  const auto one_call_each = [&] {
+    std::vector<at::Tensor> outs;
+    outs.reserve(ws.size());
     for (size_t i = 0; i < ws.size(); ++i) outs.push_back(packed_linear(x, *ws[i], bias_of(i)));
     return outs;
-  }
+  };
+  if (ws.empty() || records_grad(x) || x.dim() != 2 || x.scalar_type() != at::kFloat || !x.is_contiguous() ||
+      x.size(0) < 1 || x.size(0) > kFusedMaxRows)
+    return one_call_each();
   const int64_t M = x.size(0);
   struct Part {
     const PackedKernels* k;
@@ -232,13 +227,20 @@ std::vector<at::Tensor> packed_linear_many(const at::Tensor& x, const std::vecto
   int64_t units = 0;
   double cost = 0.0;
   for (size_t i = 0; i < ws.size(); ++i) {
+    const PackedMatrix& w = *ws[i];
+    const PackedKernels* k = fused_kernels(w.type);
     const at::Tensor b = bias_of(i);
-    parts.push_back({fused_kernels(ws[i]->type), ws[i], b.defined() ? b.to(at::kFloat).contiguous() : b, units});
-    outs.push_back(at::empty({M, ws[i]->rows}, x.options()));  // [M, N_i]
-    const int64_t u = (ws[i]->rows + kRowsPerUnit - 1) / kRowsPerUnit;
-    cost += unit_cost_ns(M, *ws[i]) * static_cast<double>(u);
+    if (k == nullptr || w.cols != x.size(1) || w.cols == 0 || w.rows == 0 ||
+        (b.defined() && (b.dim() != 1 || b.size(0) != w.rows)))
+      return one_call_each();  // packed_linear takes them, or names what is wrong
+    parts.push_back({k, &w, b.defined() ? b.to(at::kFloat).contiguous() : b, units});
+    const int64_t u = (w.rows + kRowsPerUnit - 1) / kRowsPerUnit;
+    cost += unit_cost_ns(M, w) * static_cast<double>(u);
     units += u;
   }
+  std::vector<at::Tensor> outs;
+  outs.reserve(ws.size());
+  for (const Part& p : parts) outs.push_back(at::empty({M, p.w->rows}, x.options()));  // [M, N_i]
   const int64_t grain =
       std::max<int64_t>(1, static_cast<int64_t>(std::ceil(kMinThreadWorkNs / (cost / static_cast<double>(units)))));
   const float* xp = x.data_ptr<float>();

@@ -272,9 +272,9 @@ NNSIGHT_AVX512_INLINE void tile_block(const float* const* x, const typename Q::S
 // Blocks of 32 weights whose scales the tile converts beforehand, this many
 // blocks of every w row at a time.
 constexpr int64_t kScaleChunk = 64;
-// Up to this many x rows; with more, a block's table is shared by enough
-// rows that the conversion does not show (and the larger tiles ran slower with
-// the buffer: batch 8 decode -10 %).
+// Up to this many x rows; with more, a block's scales are shared by enough
+// rows that converting them in the loop does not show (with the pass at 8 rows
+// too, batch-8 decode was 10 % slower; measured while Q4_1 also had it).
 constexpr int kScaleMaxRows = 4;
 
 template <class Q, int MR, int NR>

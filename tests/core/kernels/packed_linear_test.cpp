@@ -161,7 +161,6 @@ TEST_P(PackedLinear, ManyMatricesAtOnceEqualOneCallEach) {
   const PackedType type = GetParam();
   const int64_t K = test_cols(type);
   const PackedType other = type == PackedType::Q8_0 ? PackedType::Q4_1 : PackedType::Q8_0;
-  const int64_t other_k = kernels::packed_traits(other).block_size == 32 ? K : 0;
   PackedMatrix a = random_matrix(type, 37, K, 21), b = random_matrix(type, 16, K, 22),
                c = random_matrix(type, 5, K, 23);
   at::Generator gen = at::detail::createCPUGenerator(7);
@@ -178,12 +177,10 @@ TEST_P(PackedLinear, ManyMatricesAtOnceEqualOneCallEach) {
       EXPECT_TRUE(bitwise_equal(ys[0], kernels::packed_linear(x, a, at::Tensor())));
       EXPECT_TRUE(bitwise_equal(ys[1], kernels::packed_linear(x, b, bias_b)));
       EXPECT_TRUE(bitwise_equal(ys[2], kernels::packed_linear(x, c, at::Tensor())));
-      if (other_k == K) {
-        PackedMatrix d = random_matrix(other, 20, K, 24);
-        const std::vector<at::Tensor> mixed = kernels::packed_linear_many(x, {&d, &a}, {});
-        EXPECT_TRUE(bitwise_equal(mixed[0], kernels::packed_linear(x, d, at::Tensor())));
-        EXPECT_TRUE(bitwise_equal(mixed[1], kernels::packed_linear(x, a, at::Tensor())));
-      }
+      PackedMatrix d = random_matrix(other, 20, K, 24);  // K (576 or 512) is whole blocks of 32
+      const std::vector<at::Tensor> mixed = kernels::packed_linear_many(x, {&d, &a}, {});
+      EXPECT_TRUE(bitwise_equal(mixed[0], kernels::packed_linear(x, d, at::Tensor())));
+      EXPECT_TRUE(bitwise_equal(mixed[1], kernels::packed_linear(x, a, at::Tensor())));
     }
   }
   EXPECT_THROW(kernels::packed_linear_many(at::randn({1, K}), {&a, &b}, {at::Tensor()}), c10::Error);
