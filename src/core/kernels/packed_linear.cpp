@@ -37,11 +37,17 @@ constexpr int64_t kFusedMaxRows = 8;
 // size, kept in L2 while every row tile of x passes over it.
 constexpr int64_t kBufferBytes = int64_t(256) << 10;
 
-// Fused tiles ask for (into L1) the memory about one tile ahead of each row,
+// Fused tiles ask for (into L1) the memory about two tiles ahead of each row,
 // within these bounds (bytes). Measured single-threaded on the default model
-// at one row against a fixed 512 bytes: the step's packed matmuls 16.8-17.1
-// -> 13.9-14.4 ms (down_proj 3.2 -> 2.0 ms, the Q8_0 LM head 4.2 -> 3.2 ms).
-constexpr int64_t kMinPrefetchBytes = 1024, kMaxPrefetchBytes = 4096;
+// at one row against a fixed 512 bytes, one tile ahead within [1024, 4096]:
+// the step's packed matmuls 16.8-17.1 -> 13.9-14.4 ms (down_proj 3.2 -> 2.0
+// ms, the Q8_0 LM head 4.2 -> 3.2 ms). Once the Q4_1 tiles converted their
+// scales 16 blocks at a time, two tiles ahead within [1024, 3072] took a
+// decode step's Q4_1 matmuls from 3.65-3.98 to 3.44-3.51 ms (two threads,
+// weights from memory; no change at 4 and 8 rows); a 4096 bound made the
+// Q8_0 LM head 10-25 % slower.
+constexpr int64_t kPrefetchTiles = 2;
+constexpr int64_t kMinPrefetchBytes = 1024, kMaxPrefetchBytes = 3072;
 
 // A thread is woken only for about this much work (ns); see linear.cpp.
 constexpr double kMinThreadWorkNs = 4000.0;
@@ -86,10 +92,10 @@ void fused_columns(const PackedKernels& k, const float* x, const PackedMatrix& w
     const TileKernel& tk = k.by_mr[mr];
     for (int i = 0; i < mr; ++i) xr[i] = x + (m0 + i) * K;
     args.out = out + m0 * N;
-    // About the next tile's rows: the prefetch must run a whole tile ahead of
-    // the loads to hide the memory's latency (one tile of the LM head, 4 rows
-    // of 612 bytes, takes about as long as a read from memory).
-    args.prefetch = std::clamp<int64_t>(tk.nr * w.row_bytes(), kMinPrefetchBytes, kMaxPrefetchBytes);
+    // About two tiles ahead: the prefetch must run at least a whole tile ahead
+    // of the loads to hide the memory's latency (one tile of the LM head, 4
+    // rows of 612 bytes, takes about as long as a read from memory).
+    args.prefetch = std::clamp<int64_t>(kPrefetchTiles * tk.nr * w.row_bytes(), kMinPrefetchBytes, kMaxPrefetchBytes);
     // Positions p of w's scan order (its rows in memory order).
     for (int64_t p = n_begin; p < n_end; p += tk.nr) {
       // Positions past the end repeat the last one; they are computed and not stored.

@@ -50,8 +50,52 @@ NNSIGHT_AVX512_INLINE __m512 half16(const uint8_t* p) {
   return _mm512_cvtph_ps(_mm256_set1_epi16(static_cast<short>(load_u16(p))));
 }
 
-// The f16 at p as float (one scalar F16C conversion).
-NNSIGHT_AVX512_INLINE float half1(const uint8_t* p) { return _cvtsh_ss(load_u16(p)); }
+// Where the f16 scales of 16 consecutive blocks of kBytes bytes sit, for
+// head_scales: 16-bit word i of the result (scale i / 16 of block i % 16) is
+// word idx[p][i] of the 64 words of 64-byte loads 2p and 2p + 1, for the
+// lanes of mask[p].
+template <int kBytes, int kScales>
+struct HeadLayout {
+  static constexpr int kLoadBytes = 16 * kBytes;
+  static constexpr int kPairs = (kLoadBytes + 127) / 128;
+  uint16_t idx[kPairs][32] = {};
+  uint32_t mask[kPairs] = {};
+  constexpr HeadLayout() {
+    for (int i = 0; i < 16 * kScales; ++i) {
+      const int word = (i % 16) * (kBytes / 2) + i / 16;
+      idx[word / 64][i] = static_cast<uint16_t>(word % 64);
+      mask[word / 64] |= uint32_t(1) << i;
+    }
+  }
+};
+
+// The kScales f16 scales at the head of each of 16 blocks of kBytes bytes at
+// b, as float: scale i of block l at sc[i * stride + l]. Contiguous loads
+// (the last one masked to the blocks' bytes) and a two-register word permute
+// per 128 bytes: on Zen 4 a third cheaper per block than a broadcast and a
+// conversion per scale, where a gather or scalar conversions were dearer.
+// Same values as F16C's scalar conversion, so the same bits.
+template <int kBytes, int kScales>
+NNSIGHT_AVX512_INLINE void head_scales(const uint8_t* b, float* sc, int64_t stride) {
+  using L = HeadLayout<kBytes, kScales>;
+  static constexpr L layout{};
+  __m512i r = _mm512_setzero_si512();
+#pragma GCC unroll 8
+  for (int p = 0; p < L::kPairs; ++p) {
+    __m512i v[2];
+#pragma GCC unroll 2
+    for (int h = 0; h < 2; ++h) {
+      const int at = 64 * (2 * p + h), left = L::kLoadBytes - at;
+      v[h] = left >= 64 ? _mm512_loadu_si512(b + at)
+             : left > 0 ? _mm512_maskz_loadu_epi8((__mmask64(1) << left) - 1, b + at)
+                        : _mm512_setzero_si512();
+    }
+    const __m512i idx = _mm512_loadu_si512(layout.idx[p]);
+    r = _mm512_mask_mov_epi16(r, layout.mask[p], _mm512_permutex2var_epi16(v[0], idx, v[1]));
+  }
+  _mm512_storeu_ps(sc, _mm512_cvtph_ps(_mm512_castsi512_si256(r)));
+  if constexpr (kScales > 1) _mm512_storeu_ps(sc + stride, _mm512_cvtph_ps(_mm512_extracti64x4_epi64(r, 1)));
+}
 
 // 16 bytes -> 16 x int32 (zero-extended).
 NNSIGHT_AVX512_INLINE __m512i bytes16(const uint8_t* p) {
@@ -60,18 +104,26 @@ NNSIGHT_AVX512_INLINE __m512i bytes16(const uint8_t* p) {
 
 // Each type: kBlock elements in kBytes bytes, decoded in kGroups groups of 32
 // elements (two 16-lane chunks, in k order). load() reads a block's scales;
-// group() yields its g-th 32 weights. A type with kScales > 0 also has
-// scales(), converting a block's kScales scales to float, and a load() that
-// takes them so converted (the fused tile's scale pass, fused_tile below).
+// group() yields its g-th 32 weights. A type whose block starts with kScales
+// > 0 f16 scales also has scales16(), converting those of 16 blocks to float,
+// and a load() that takes them so converted (the fused tile's scale pass,
+// fused_tile below).
 
 struct Q4_0 {
-  static constexpr int kBlock = 32, kBytes = 18, kGroups = 1, kScales = 0;
+  static constexpr int kBlock = 32, kBytes = 18, kGroups = 1, kScales = 1;
   struct State {
     __m512 table;  // d * (q - 8) for q = 0..15
     const uint8_t* qs;
   };
   NNSIGHT_AVX512_INLINE static void load(const uint8_t* b, State& s) {
     s.table = _mm512_mul_ps(half16(b), iota_ps(-8.f));
+    s.qs = b + 2;
+  }
+  NNSIGHT_AVX512_INLINE static void scales16(const uint8_t* b, float* sc, int64_t stride) {
+    head_scales<kBytes, kScales>(b, sc, stride);
+  }
+  NNSIGHT_AVX512_INLINE static void load(const uint8_t* b, const float* sc, int64_t, State& s) {
+    s.table = _mm512_mul_ps(_mm512_set1_ps(sc[0]), iota_ps(-8.f));
     s.qs = b + 2;
   }
   NNSIGHT_AVX512_INLINE static void group(const State& s, int, __m512& w0, __m512& w1) {
@@ -82,7 +134,7 @@ struct Q4_0 {
 };
 
 struct Q4_1 {
-  static constexpr int kBlock = 32, kBytes = 20, kGroups = 1, kScales = 0;
+  static constexpr int kBlock = 32, kBytes = 20, kGroups = 1, kScales = 2;
   struct State {
     __m512 table;  // d * q + m
     const uint8_t* qs;
@@ -93,6 +145,13 @@ struct Q4_1 {
     s.table = _mm512_fmadd_ps(half16(b), iota_ps(0.f), half16(b + 2));
     s.qs = b + 4;
   }
+  NNSIGHT_AVX512_INLINE static void scales16(const uint8_t* b, float* sc, int64_t stride) {
+    head_scales<kBytes, kScales>(b, sc, stride);
+  }
+  NNSIGHT_AVX512_INLINE static void load(const uint8_t* b, const float* sc, int64_t stride, State& s) {
+    s.table = _mm512_fmadd_ps(_mm512_set1_ps(sc[0]), iota_ps(0.f), _mm512_set1_ps(sc[stride]));
+    s.qs = b + 4;
+  }
   NNSIGHT_AVX512_INLINE static void group(const State& s, int, __m512& w0, __m512& w1) {
     const __m512i z = bytes16(s.qs);
     w0 = _mm512_permutexvar_ps(z, s.table);
@@ -101,7 +160,9 @@ struct Q4_1 {
 };
 
 // 5-bit types: two 16-entry tables; the fifth bit (a mask bit per lane)
-// picks the upper one.
+// picks the upper one. No scale pass (kScales = 0): with it a decode step's
+// Q5_0 matmuls ran 5-15 % slower at one row (these tiles are bound by their
+// four permutes per block, which the pass's permutes add to).
 template <bool kHasMin>
 struct Q5_01 {
   static constexpr int kBlock = 32, kBytes = kHasMin ? 24 : 22, kGroups = 1, kScales = 0;
@@ -145,8 +206,10 @@ struct Q8_0 {
     s.d = half16(b);
     s.qs = reinterpret_cast<const int8_t*>(b + 2);
   }
-  NNSIGHT_AVX512_INLINE static void scales(const uint8_t* b, float* sc) { sc[0] = half1(b); }
-  NNSIGHT_AVX512_INLINE static void load(const uint8_t* b, const float* sc, State& s) {
+  NNSIGHT_AVX512_INLINE static void scales16(const uint8_t* b, float* sc, int64_t stride) {
+    head_scales<kBytes, kScales>(b, sc, stride);
+  }
+  NNSIGHT_AVX512_INLINE static void load(const uint8_t* b, const float* sc, int64_t, State& s) {
     s.d = _mm512_set1_ps(sc[0]);
     s.qs = reinterpret_cast<const int8_t*>(b + 2);
   }
@@ -269,12 +332,32 @@ NNSIGHT_AVX512_INLINE void tile_block(const float* const* x, const typename Q::S
   }
 }
 
-// Blocks of 32 weights whose scales the tile converts beforehand, this many
-// blocks of every w row at a time.
+// Block b of every w row times every x row; the rows' scales are converted
+// by Q::load, or taken from sc (row j's scale i at sc[(j * kScales + i) * stride]).
+template <class Q, int MR, int NR>
+NNSIGHT_AVX512_INLINE void tile_step(const float* const* x, const uint8_t* const* w, int64_t prefetch, int64_t b,
+                                     const float* sc, int64_t stride, __m512* acc) {
+  typename Q::State s[NR];
+#pragma GCC unroll 8
+  for (int j = 0; j < NR; ++j) {
+    const uint8_t* blk = w[j] + b * Q::kBytes;
+    if (prefetch != 0) _mm_prefetch(reinterpret_cast<const char*>(blk) + prefetch, _MM_HINT_T0);
+    if constexpr (Q::kScales > 0) {
+      if (sc != nullptr) {
+        Q::load(blk, sc + j * Q::kScales * stride, stride, s[j]);
+        continue;
+      }
+    }
+    Q::load(blk, s[j]);
+  }
+  tile_block<Q, MR, NR>(x, s, b, acc);
+}
+
+// Blocks whose scales the tile converts beforehand, this many blocks of
+// every w row at a time (a multiple of 16).
 constexpr int64_t kScaleChunk = 64;
 // Up to this many x rows; with more, a block's scales are shared by enough
-// rows that converting them in the loop does not show (with the pass at 8 rows
-// too, batch-8 decode was 10 % slower; measured while Q4_1 also had it).
+// rows that converting them in the loop does not show.
 constexpr int kScaleMaxRows = 4;
 
 template <class Q, int MR, int NR>
@@ -289,43 +372,26 @@ NNSIGHT_PACKED_TARGET void fused_tile(const TileArgs& a) {
   __m512 acc[MR * NR];
 #pragma GCC unroll 32
   for (int i = 0; i < MR * NR; ++i) acc[i] = _mm512_setzero_ps();
+  int64_t b = 0;
   if constexpr (Q::kScales > 0 && MR <= kScaleMaxRows) {
-    // A chunk's scales are converted first, one scalar F16C conversion each,
-    // and then broadcast from memory (a load, not a shuffle); walking every
-    // row's block headers first also starts all their memory reads at once.
-    // Same values, so the same bits. Measured in the engine at one row (two
-    // threads, default model): the Q8_0 LM head 1.7 -> 1.05 ms. The Q4_1
-    // matrices (rows of 18 or 48 blocks) ran 5-15 % slower with it, so only
-    // Q8_0 has kScales.
-    float sc[NR][kScaleChunk * Q::kScales];
-    for (int64_t c0 = 0; c0 < nblocks; c0 += kScaleChunk) {
-      const int64_t c1 = std::min(nblocks, c0 + kScaleChunk);
+    // Whole groups of 16 blocks have their scales converted first, a chunk at
+    // a time, and then broadcast from memory (a load, not a shuffle): the
+    // per-block f16 broadcasts and conversions were the largest part of a
+    // Q4_1 tile's vector work at one row after the multiply-adds. Same values,
+    // so the same bits. The blocks after the last whole group (a Q4_1 row of
+    // 576 has 18) convert their own.
+    float sc[NR][Q::kScales][kScaleChunk];
+    const int64_t grouped = nblocks / 16 * 16;
+    for (; b < grouped; b += kScaleChunk) {
+      const int64_t c1 = std::min(grouped, b + kScaleChunk);
 #pragma GCC unroll 8
       for (int j = 0; j < NR; ++j)
-        for (int64_t b = c0; b < c1; ++b) Q::scales(w[j] + b * Q::kBytes, &sc[j][(b - c0) * Q::kScales]);
-      for (int64_t b = c0; b < c1; ++b) {
-        typename Q::State s[NR];
-#pragma GCC unroll 8
-        for (int j = 0; j < NR; ++j) {
-          const uint8_t* blk = w[j] + b * Q::kBytes;
-          if (prefetch != 0) _mm_prefetch(reinterpret_cast<const char*>(blk) + prefetch, _MM_HINT_T0);
-          Q::load(blk, &sc[j][(b - c0) * Q::kScales], s[j]);
-        }
-        tile_block<Q, MR, NR>(x, s, b, acc);
-      }
+        for (int64_t g = b; g < c1; g += 16) Q::scales16(w[j] + g * Q::kBytes, &sc[j][0][g - b], kScaleChunk);
+      for (int64_t i = b; i < c1; ++i) tile_step<Q, MR, NR>(x, w, prefetch, i, &sc[0][0][i - b], kScaleChunk, acc);
     }
-  } else {
-    for (int64_t b = 0; b < nblocks; ++b) {
-      typename Q::State s[NR];
-#pragma GCC unroll 8
-      for (int j = 0; j < NR; ++j) {
-        const uint8_t* blk = w[j] + b * Q::kBytes;
-        if (prefetch != 0) _mm_prefetch(reinterpret_cast<const char*>(blk) + prefetch, _MM_HINT_T0);
-        Q::load(blk, s[j]);
-      }
-      tile_block<Q, MR, NR>(x, s, b, acc);
-    }
+    b = grouped;
   }
+  for (; b < nblocks; ++b) tile_step<Q, MR, NR>(x, w, prefetch, b, nullptr, 0, acc);
   StoreF32::all<MR * NR, NR>(acc, a);
 }
 

@@ -129,6 +129,29 @@ TEST_P(PackedLinear, EqualsLinearOnTheDequantizedMatrixBitwiseAtEveryRowCount) {
   }
 }
 
+TEST_P(PackedLinear, FusedTilesEqualTheDequantizedLinearAtEveryRowLength) {
+  // The fused tiles convert the scales of whole groups of 16 blocks ahead, in
+  // chunks of 64, and the blocks after the last whole group one by one: row
+  // lengths below, at and across those bounds.
+  const PackedType type = GetParam();
+  if (!kernels::packed_path_available(PackedPath::Fused)) GTEST_SKIP() << "the fused path needs AVX-512";
+  const int64_t bs = kernels::packed_traits(type).block_size;
+  at::Generator gen = at::detail::createCPUGenerator(8);
+  for (int64_t blocks : {1, 15, 16, 17, 47, 64, 80, 130}) {
+    if (bs * blocks > 130 * 32) continue;  // the 256-element types: up to 16 blocks
+    const int64_t K = bs * blocks, N = 9;
+    PackedMatrix w = random_matrix(type, N, K, static_cast<uint32_t>(30 + blocks));
+    at::Tensor wd = w.dequantize();  // [N, K]
+    for (int64_t M : {1, 2, 4, 5, 8}) {
+      SCOPED_TRACE(std::string(kernels::packed_traits(type).name) + " K=" + std::to_string(K) +
+                   " M=" + std::to_string(M));
+      at::Tensor x = at::randn({M, K}, gen, at::kFloat);
+      EXPECT_TRUE(bitwise_equal(kernels::packed_linear_on_path(PackedPath::Fused, x, w, at::Tensor()),
+                                kernels::linear(x, wd, at::Tensor())));
+    }
+  }
+}
+
 TEST_P(PackedLinear, EveryRowIsTheSameAloneOrInAnyBatchAndThreadCount) {
   const PackedType type = GetParam();
   const int64_t K = test_cols(type), N = 53, M = 37;
