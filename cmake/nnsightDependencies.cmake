@@ -78,6 +78,14 @@ target_link_libraries(nnsight_private_deps INTERFACE
   absl::flat_hash_map absl::inlined_vector OpenSSL::Crypto
   Threads::Threads ${CMAKE_DL_LIBS} rt)
 
+# glibc's vector math library (part of libc6 / libc6-dev): attention's
+# softmax takes its 16-lane expf (row_ops.cpp, which alone gets the
+# definition, in CMakeLists.txt). Without it the kernels use std::exp.
+find_library(NNSIGHT_LIBMVEC mvec)
+if(NNSIGHT_LIBMVEC)
+  target_link_libraries(nnsight_private_deps INTERFACE ${NNSIGHT_LIBMVEC})
+endif()
+
 # at::parallel_for is a header template: with LibTorch's OpenMP backend it runs
 # in parallel only in code compiled with OpenMP itself; without the flag every
 # at::parallel_for in this project would run on the calling thread alone.

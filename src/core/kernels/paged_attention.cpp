@@ -135,13 +135,7 @@ void attention_cpu(const at::Tensor& q, const KVCache& cache, const batching::Ba
         if (cap > 0.f) {
           for (int64_t j = 0; j < n_keys; ++j) scores[j] = cap * std::tanh(scores[j] / cap);
         }
-        float mx = -std::numeric_limits<float>::infinity();
-        for (int64_t j = 0; j < n_keys; ++j) mx = std::max(mx, scores[j]);
-        float sum = 0.f;
-        for (int64_t j = 0; j < n_keys; ++j) {
-          scores[j] = std::exp(scores[j] - mx);
-          sum += scores[j];
-        }
+        const float sum = exp_shifted_sum(scores.data(), n_keys);
         std::fill(acc.begin(), acc.end(), 0.f);
         if constexpr (kVectorRows<scalar_t>) {
           axpy_rows(scores.data(), vr, row_type, n_keys, d, acc.data());

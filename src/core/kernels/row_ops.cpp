@@ -1,6 +1,9 @@
 #include "core/kernels/row_ops.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "core/kernels/cpu_features.h"
 
@@ -12,6 +15,11 @@
 #include <immintrin.h>
 #define NNSIGHT_ROW_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma")))
 #define NNSIGHT_ROW_AVX2 __attribute__((target("avx2,fma")))
+#include "core/kernels/linear_store_avx512.h"
+#if defined(NNSIGHT_HAVE_LIBMVEC)
+// glibc libmvec's 16-lane expf (the vector ABI name of expf for AVX-512).
+extern "C" NNSIGHT_ROW_AVX512 __m512 _ZGVeN16v_expf(__m512);
+#endif
 #endif
 
 namespace nnsight::kernels {
@@ -20,6 +28,19 @@ namespace {
 
 using DotFn = void (*)(const float*, const void* const*, int64_t, int64_t, float*);
 using AxpyFn = void (*)(const float*, const void* const*, int64_t, int64_t, float*);
+using ExpSumFn = float (*)(float*, int64_t);
+
+// ---- softmax numerators: std::exp one by one, summed in order j = 0, 1, ...
+
+float exp_sum_portable(float* s, int64_t n) {
+  const float mx = *std::max_element(s, s + n);
+  float sum = 0.f;
+  for (int64_t j = 0; j < n; ++j) {
+    s[j] = std::exp(s[j] - mx);
+    sum += s[j];
+  }
+  return sum;
+}
 
 // ---- portable: dot products in 8 partial sums (x = p mod 8), tree (p, p+4), (p, p+2), (p, p+1)
 
@@ -136,6 +157,24 @@ NNSIGHT_ROW_AVX512 inline __mmask16 mask_below(int64_t n) {
 template <typename T>
 NNSIGHT_ROW_AVX512 void dot_avx512(const float* q, const void* const* rows, int64_t n, int64_t d, float* out) {
   int64_t j = 0;
+  // Sixteen rows at a time, reduced together by the linear kernel's tree,
+  // which pairs lanes exactly as hsum16 does: the same sums, with one
+  // reduction per 16 rows instead of one per row (that was most of a decode
+  // step's attention at a few hundred keys).
+  for (; j + 16 <= n; j += 16) {
+    __m512 a[16];
+#pragma GCC unroll 16
+    for (int i = 0; i < 16; ++i) a[i] = _mm512_setzero_ps();
+    for (int64_t x = 0; x < d; x += 16) {
+      const __mmask16 m = mask_below(d - x);
+      const __m512 qx = _mm512_maskz_loadu_ps(m, q + x);
+#pragma GCC unroll 16
+      for (int i = 0; i < 16; ++i) a[i] = _mm512_fmadd_ps(qx, load16(static_cast<const T*>(rows[j + i]) + x, m), a[i]);
+    }
+    // Lane L of the pass holds row 4 (L % 4) + L / 4; row r is lane 4 (r % 4) + r / 4.
+    const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+    _mm512_storeu_ps(out + j, _mm512_permutexvar_ps(order, detail::avx512::reduce_pass<16, 0, 16>(a)));
+  }
   for (; j + 4 <= n; j += 4) {
     const T* r0 = static_cast<const T*>(rows[j]);
     const T* r1 = static_cast<const T*>(rows[j + 1]);
@@ -196,11 +235,33 @@ NNSIGHT_ROW_AVX512 void axpy_avx512(const float* w, const void* const* rows, int
   }
 }
 
+#if defined(NNSIGHT_HAVE_LIBMVEC)
+// 16 at a time by libmvec's expf (within 4 ulp of the exact value, the same
+// on every call), summed per lane (j = l, l + 16, ...) and then by hsum16.
+NNSIGHT_ROW_AVX512 float exp_sum_avx512(float* s, int64_t n) {
+  __m512 mx = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+  for (int64_t j = 0; j < n; j += 16) {
+    const __mmask16 m = mask_below(n - j);
+    mx = _mm512_mask_max_ps(mx, m, mx, _mm512_maskz_loadu_ps(m, s + j));
+  }
+  const __m512 shift = _mm512_set1_ps(_mm512_reduce_max_ps(mx));
+  __m512 sum = _mm512_setzero_ps();
+  for (int64_t j = 0; j < n; j += 16) {
+    const __mmask16 m = mask_below(n - j);
+    const __m512 e = _mm512_maskz_mov_ps(m, _ZGVeN16v_expf(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, s + j), shift)));
+    _mm512_mask_storeu_ps(s + j, m, e);
+    sum = _mm512_add_ps(sum, e);
+  }
+  return hsum16(sum);
+}
+#endif
+
 #endif
 
 struct RowFns {
   DotFn dot[2];
   AxpyFn axpy[2];  // [RowType]
+  ExpSumFn exp_sum = &exp_sum_portable;
 };
 
 const RowFns& row_fns() {
@@ -209,6 +270,9 @@ const RowFns& row_fns() {
 #if defined(__x86_64__) && defined(__GNUC__)
     if (cpu_features().avx512) {
       f = RowFns{{&dot_avx512<float>, &dot_avx512<uint16_t>}, {&axpy_avx512<float>, &axpy_avx512<uint16_t>}};
+#if defined(NNSIGHT_HAVE_LIBMVEC)
+      f.exp_sum = &exp_sum_avx512;
+#endif
     } else if (cpu_features().avx2) {
       f = RowFns{{&dot_avx2<float>, &dot_avx2<uint16_t>}, {&axpy_avx2<float>, &axpy_avx2<uint16_t>}};
     }
@@ -227,5 +291,7 @@ void dot_rows(const float* q, const void* const* rows, RowType type, int64_t n, 
 void axpy_rows(const float* w, const void* const* rows, RowType type, int64_t n, int64_t d, float* acc) {
   row_fns().axpy[static_cast<int>(type)](w, rows, n, d, acc);
 }
+
+float exp_shifted_sum(float* s, int64_t n) { return row_fns().exp_sum(s, n); }
 
 }  // namespace nnsight::kernels

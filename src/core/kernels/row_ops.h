@@ -21,4 +21,8 @@ void dot_rows(const float* q, const void* const* rows, RowType type, int64_t n, 
 // acc[x] += w[j] * rows[j][x]   for x < d, adding the rows in order j = 0, 1, ..., n - 1.
 void axpy_rows(const float* w, const void* const* rows, RowType type, int64_t n, int64_t d, float* acc);
 
+// A softmax's numerators in place: s[j] = exp(s[j] - max_i s[i]) for j < n
+// (n >= 1); returns their sum.
+float exp_shifted_sum(float* s, int64_t n);
+
 }  // namespace nnsight::kernels

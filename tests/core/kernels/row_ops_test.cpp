@@ -1,5 +1,6 @@
-// kernels::dot_rows / axpy_rows against plain float64 sums, for row lengths
-// around the vector widths, and their independence from the other rows.
+// kernels::dot_rows / axpy_rows / exp_shifted_sum against plain float64
+// sums, for row lengths and row counts around the vector widths, and their
+// independence from the other rows.
 #include "core/kernels/row_ops.h"
 
 #include <ATen/ATen.h>
@@ -31,7 +32,7 @@ TEST(RowOps, DotAndAxpyMatchFloat64) {
   for (at::ScalarType dt : {at::kFloat, at::kBFloat16}) {
     const RowType type = dt == at::kFloat ? RowType::F32 : RowType::BF16;
     for (int64_t d : {1, 7, 8, 9, 15, 16, 17, 31, 64, 100}) {
-      const int64_t n = 13;
+      const int64_t n = 37;  // two tiles of 16 rows, one of 4, one alone
       Rows rows = make_rows(n, d, dt);
       at::Tensor rd = rows.data.to(at::kDouble);  // [n, d]
       at::Tensor q = at::randn({d});
@@ -60,15 +61,40 @@ TEST(RowOps, DotAndAxpyMatchFloat64) {
 
 TEST(RowOps, EachDotIndependentOfTheOtherRows) {
   at::manual_seed(2);
-  const int64_t n = 9, d = 70;
-  Rows rows = make_rows(n, d, at::kFloat);
-  at::Tensor q = at::randn({d});
-  std::vector<float> all(static_cast<size_t>(n));
-  kernels::dot_rows(q.data_ptr<float>(), rows.ptrs.data(), RowType::F32, n, d, all.data());
-  for (int64_t j = 0; j < n; ++j) {
-    float one = 0.f;
-    kernels::dot_rows(q.data_ptr<float>(), &rows.ptrs[static_cast<size_t>(j)], RowType::F32, 1, d, &one);
-    EXPECT_EQ(std::memcmp(&one, &all[static_cast<size_t>(j)], sizeof one), 0) << "row " << j;
+  for (at::ScalarType dt : {at::kFloat, at::kBFloat16}) {
+    const RowType type = dt == at::kFloat ? RowType::F32 : RowType::BF16;
+    const int64_t n = 37, d = 70;
+    Rows rows = make_rows(n, d, dt);
+    at::Tensor q = at::randn({d});
+    std::vector<float> all(static_cast<size_t>(n));
+    kernels::dot_rows(q.data_ptr<float>(), rows.ptrs.data(), type, n, d, all.data());
+    for (int64_t j = 0; j < n; ++j) {
+      float one = 0.f;
+      kernels::dot_rows(q.data_ptr<float>(), &rows.ptrs[static_cast<size_t>(j)], type, 1, d, &one);
+      EXPECT_EQ(std::memcmp(&one, &all[static_cast<size_t>(j)], sizeof one), 0) << c10::toString(dt) << " row " << j;
+    }
+  }
+}
+
+TEST(RowOps, ExpShiftedSumMatchesFloat64) {
+  at::manual_seed(3);
+  for (int64_t n : {1, 5, 16, 17, 100}) {
+    at::Tensor s = at::randn({n}) * 8;
+    at::Tensor sd = s.to(at::kDouble);
+    at::Tensor want = at::exp(sd - sd.max());  // [n]
+    std::vector<float> got(s.data_ptr<float>(), s.data_ptr<float>() + n);
+    const float sum = kernels::exp_shifted_sum(got.data(), n);
+    for (int64_t j = 0; j < n; ++j) {
+      // The float subtraction rounds by up to half an ulp of s - max, which
+      // exp turns into a relative error; then a few ulp of exp itself.
+      const double shift = std::abs(sd[j].item<double>() - sd.max().item<double>());
+      EXPECT_LE(std::abs(got[static_cast<size_t>(j)] - want[j].item<double>()),
+                (shift * std::ldexp(1.0, -24) + 4 * std::ldexp(1.0, -24)) * want[j].item<double>())
+          << "n=" << n << " j=" << j;
+    }
+    EXPECT_NEAR(sum, want.sum().item<double>(), 1e-6 * want.sum().item<double>()) << "n=" << n;
+    // The largest score's numerator is exactly 1.
+    EXPECT_EQ(got[static_cast<size_t>(sd.argmax().item<int64_t>())], 1.f) << "n=" << n;
   }
 }
 
