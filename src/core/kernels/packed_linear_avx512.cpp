@@ -102,15 +102,15 @@ NNSIGHT_AVX512_INLINE __m512i bytes16(const uint8_t* p) {
   return _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
 }
 
-// Each type: kBlock elements in kBytes bytes, decoded in kGroups groups of 32
-// elements (two 16-lane chunks, in k order). load() reads a block's scales;
-// group() yields its g-th 32 weights. A type whose block starts with kScales
+// Each type: kBlock elements in kBytes bytes, decoded kWidth (32 or 64) at a
+// time, in k order. load() reads a block's scales; group(s, g, w) yields its
+// g-th kWidth weights in kWidth / 16 vectors w[0], w[1], ... A type whose block starts with kScales
 // > 0 f16 scales also has scales16(), converting those of 16 blocks to float,
 // and a load() that takes them so converted (the fused tile's scale pass,
 // fused_tile below).
 
 struct Q4_0 {
-  static constexpr int kBlock = 32, kBytes = 18, kGroups = 1, kScales = 1;
+  static constexpr int kBlock = 32, kBytes = 18, kWidth = 32, kScales = 1;
   struct State {
     __m512 table;  // d * (q - 8) for q = 0..15
     const uint8_t* qs;
@@ -126,15 +126,15 @@ struct Q4_0 {
     s.table = _mm512_mul_ps(_mm512_set1_ps(sc[0]), iota_ps(-8.f));
     s.qs = b + 2;
   }
-  NNSIGHT_AVX512_INLINE static void group(const State& s, int, __m512& w0, __m512& w1) {
+  NNSIGHT_AVX512_INLINE static void group(const State& s, int, __m512* w) {
     const __m512i z = bytes16(s.qs);  // vpermps reads the low 4 bits: the low nibble
-    w0 = _mm512_permutexvar_ps(z, s.table);
-    w1 = _mm512_permutexvar_ps(_mm512_srli_epi32(z, 4), s.table);
+    w[0] = _mm512_permutexvar_ps(z, s.table);
+    w[1] = _mm512_permutexvar_ps(_mm512_srli_epi32(z, 4), s.table);
   }
 };
 
 struct Q4_1 {
-  static constexpr int kBlock = 32, kBytes = 20, kGroups = 1, kScales = 2;
+  static constexpr int kBlock = 32, kBytes = 20, kWidth = 32, kScales = 2;
   struct State {
     __m512 table;  // d * q + m
     const uint8_t* qs;
@@ -152,10 +152,10 @@ struct Q4_1 {
     s.table = _mm512_fmadd_ps(_mm512_set1_ps(sc[0]), iota_ps(0.f), _mm512_set1_ps(sc[stride]));
     s.qs = b + 4;
   }
-  NNSIGHT_AVX512_INLINE static void group(const State& s, int, __m512& w0, __m512& w1) {
+  NNSIGHT_AVX512_INLINE static void group(const State& s, int, __m512* w) {
     const __m512i z = bytes16(s.qs);
-    w0 = _mm512_permutexvar_ps(z, s.table);
-    w1 = _mm512_permutexvar_ps(_mm512_srli_epi32(z, 4), s.table);
+    w[0] = _mm512_permutexvar_ps(z, s.table);
+    w[1] = _mm512_permutexvar_ps(_mm512_srli_epi32(z, 4), s.table);
   }
 };
 
@@ -165,7 +165,7 @@ struct Q4_1 {
 // four permutes per block, which the pass's permutes add to).
 template <bool kHasMin>
 struct Q5_01 {
-  static constexpr int kBlock = 32, kBytes = kHasMin ? 24 : 22, kGroups = 1, kScales = 0;
+  static constexpr int kBlock = 32, kBytes = kHasMin ? 24 : 22, kWidth = 32, kScales = 0;
   struct State {
     __m512 lo, hi;  // values of q = 0..15 and q = 16..31
     uint32_t qh;
@@ -187,17 +187,17 @@ struct Q5_01 {
       s.qs = b + 6;
     }
   }
-  NNSIGHT_AVX512_INLINE static void group(const State& s, int, __m512& w0, __m512& w1) {
+  NNSIGHT_AVX512_INLINE static void group(const State& s, int, __m512* w) {
     const __m512i z0 = bytes16(s.qs), z1 = _mm512_srli_epi32(z0, 4);
-    w0 = _mm512_mask_permutexvar_ps(_mm512_permutexvar_ps(z0, s.lo), static_cast<__mmask16>(s.qh), z0, s.hi);
-    w1 = _mm512_mask_permutexvar_ps(_mm512_permutexvar_ps(z1, s.lo), static_cast<__mmask16>(s.qh >> 16), z1, s.hi);
+    w[0] = _mm512_mask_permutexvar_ps(_mm512_permutexvar_ps(z0, s.lo), static_cast<__mmask16>(s.qh), z0, s.hi);
+    w[1] = _mm512_mask_permutexvar_ps(_mm512_permutexvar_ps(z1, s.lo), static_cast<__mmask16>(s.qh >> 16), z1, s.hi);
   }
 };
 using Q5_0 = Q5_01<false>;
 using Q5_1 = Q5_01<true>;
 
 struct Q8_0 {
-  static constexpr int kBlock = 32, kBytes = 34, kGroups = 1, kScales = 1;
+  static constexpr int kBlock = 32, kBytes = 34, kWidth = 32, kScales = 1;
   struct State {
     __m512 d;
     const int8_t* qs;
@@ -213,53 +213,70 @@ struct Q8_0 {
     s.d = _mm512_set1_ps(sc[0]);
     s.qs = reinterpret_cast<const int8_t*>(b + 2);
   }
-  NNSIGHT_AVX512_INLINE static void group(const State& s, int, __m512& w0, __m512& w1) {
+  NNSIGHT_AVX512_INLINE static void group(const State& s, int, __m512* w) {
     const __m128i* p = reinterpret_cast<const __m128i*>(s.qs);
-    w0 = _mm512_mul_ps(s.d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(p))));
-    w1 = _mm512_mul_ps(s.d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(p + 1))));
+    w[0] = _mm512_mul_ps(s.d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(p))));
+    w[1] = _mm512_mul_ps(s.d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(p + 1))));
   }
 };
 
-// Q4_K / Q5_K: eight sub-blocks of 32, each with its (d * scale, dmin * min).
+// Q4_K / Q5_K: eight sub-blocks of 32, each with its (d * scale, dmin * min),
+// decoded two at a time: sub-blocks 2g and 2g + 1 are the low and the high
+// nibbles of the same 32 bytes, widened once for both.
 template <bool kFive>
 struct QK45 {
-  static constexpr int kBlock = 256, kBytes = kFive ? 176 : 144, kGroups = 8, kScales = 0;
+  static constexpr int kBlock = 256, kBytes = kFive ? 176 : 144, kWidth = 64, kScales = 0;
   struct State {
-    float d[8], m[8];
+    alignas(32) float d[8];
+    alignas(32) float m[8];
     const uint8_t* qh;  // Q5_K only
     const uint8_t* qs;
   };
+  // The eight 6-bit scales and mins (k_scale_min's packing of 12 bytes)
+  // widened together rather than one by one: d * scale and dmin * min are the
+  // same float products.
   NNSIGHT_AVX512_INLINE static void load(const uint8_t* b, State& s) {
-    const float d = half_to_float(b), dmin = half_to_float(b + 2);
-    for (int j = 0; j < 8; ++j) {
-      uint8_t sc, mn;
-      k_scale_min(b + 4, j, &sc, &mn);
-      s.d[j] = d * static_cast<float>(sc);
-      s.m[j] = dmin * static_cast<float>(mn);
-    }
+    // Bytes 4..19 of the block: the 12 scale bytes, then 4 of the next field (unused).
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 4));
+    // a: scale 0-3 from bytes 0-3, scale 4-7 low bits from bytes 8-11, min 0-3
+    // from bytes 4-7, min 4-7 low bits from the high nibbles of bytes 8-11;
+    // t: the two high bits of scale / min 4-7 from the top of bytes 0-3 / 4-7.
+    const __m128i a = _mm_shuffle_epi8(v, _mm_setr_epi8(0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 8, 9, 10, 11));
+    const __m128i t = _mm_shuffle_epi8(v, _mm_setr_epi8(-1, -1, -1, -1, 0, 1, 2, 3, -1, -1, -1, -1, 4, 5, 6, 7));
+    const __m128i low = _mm_and_si128(a, _mm_setr_epi8(63, 63, 63, 63, 15, 15, 15, 15, 63, 63, 63, 63, 0, 0, 0, 0));
+    const __m128i high_nibble =
+        _mm_and_si128(_mm_srli_epi16(a, 4), _mm_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 15, 15, 15, 15));
+    const __m128i top = _mm_slli_epi16(_mm_and_si128(_mm_srli_epi16(t, 6), _mm_set1_epi8(3)), 4);
+    const __m128i sm = _mm_or_si128(_mm_or_si128(low, high_nibble), top);  // scales 0-7, mins 0-7
+    const __m256 sc = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(sm));
+    const __m256 mn = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(sm, 8)));
+    _mm256_store_ps(s.d, _mm256_mul_ps(_mm256_set1_ps(_cvtsh_ss(load_u16(b))), sc));
+    _mm256_store_ps(s.m, _mm256_mul_ps(_mm256_set1_ps(_cvtsh_ss(load_u16(b + 2))), mn));
     s.qh = b + 16;
     s.qs = b + (kFive ? 48 : 16);
   }
-  // Sub-block g: bytes 32 * (g / 2) .. + 32, low nibbles for even g, high for odd.
-  NNSIGHT_AVX512_INLINE static void group(const State& s, int g, __m512& w0, __m512& w1) {
-    const uint8_t* p = s.qs + 32 * (g / 2);
-    __m512i z0 = bytes16(p), z1 = bytes16(p + 16);
-    if (g & 1) {
-      z0 = _mm512_srli_epi32(z0, 4);
-      z1 = _mm512_srli_epi32(z1, 4);
-    }
-    // (d * scale) * q is exact (11 x 6 x 5 bits): the FMA rounds as
-    // multiply-then-subtract does.
-    const __m512 d = _mm512_set1_ps(s.d[g]), m = _mm512_set1_ps(s.m[g]);
-    const __m512 lo = _mm512_fmsub_ps(d, iota_ps(0.f), m);
-    w0 = _mm512_permutexvar_ps(z0, lo);
-    w1 = _mm512_permutexvar_ps(z1, lo);
-    if constexpr (kFive) {
-      const __m512 hi = _mm512_fmsub_ps(d, iota_ps(16.f), m);
-      const __mmask32 bit = _mm256_test_epi8_mask(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(s.qh)),
-                                                  _mm256_set1_epi8(static_cast<char>(1 << g)));
-      w0 = _mm512_mask_permutexvar_ps(w0, static_cast<__mmask16>(bit), z0, hi);
-      w1 = _mm512_mask_permutexvar_ps(w1, static_cast<__mmask16>(bit >> 16), z1, hi);
+  // Sub-blocks 2g (w[0], w[1]: low nibbles of bytes 32g .. 32g + 31) and 2g + 1
+  // (w[2], w[3]: their high nibbles).
+  NNSIGHT_AVX512_INLINE static void group(const State& s, int g, __m512* w) {
+    const uint8_t* p = s.qs + 32 * g;
+    const __m512i z[4] = {bytes16(p), bytes16(p + 16), _mm512_srli_epi32(bytes16(p), 4),
+                          _mm512_srli_epi32(bytes16(p + 16), 4)};
+#pragma GCC unroll 2
+    for (int h = 0; h < 2; ++h) {
+      const int sub = 2 * g + h;
+      // (d * scale) * q is exact (11 x 6 x 5 bits): the FMA rounds as
+      // multiply-then-subtract does.
+      const __m512 d = _mm512_set1_ps(s.d[sub]), m = _mm512_set1_ps(s.m[sub]);
+      const __m512 lo = _mm512_fmsub_ps(d, iota_ps(0.f), m);
+      w[2 * h] = _mm512_permutexvar_ps(z[2 * h], lo);
+      w[2 * h + 1] = _mm512_permutexvar_ps(z[2 * h + 1], lo);
+      if constexpr (kFive) {
+        const __m512 hi = _mm512_fmsub_ps(d, iota_ps(16.f), m);
+        const __mmask32 bit = _mm256_test_epi8_mask(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(s.qh)),
+                                                    _mm256_set1_epi8(static_cast<char>(1 << sub)));
+        w[2 * h] = _mm512_mask_permutexvar_ps(w[2 * h], static_cast<__mmask16>(bit), z[2 * h], hi);
+        w[2 * h + 1] = _mm512_mask_permutexvar_ps(w[2 * h + 1], static_cast<__mmask16>(bit >> 16), z[2 * h + 1], hi);
+      }
     }
   }
 };
@@ -267,33 +284,42 @@ using Q4_K = QK45<false>;
 using Q5_K = QK45<true>;
 
 struct Q6_K {
-  static constexpr int kBlock = 256, kBytes = 210, kGroups = 8, kScales = 0;
+  static constexpr int kBlock = 256, kBytes = 210, kWidth = 128, kScales = 0;
   struct State {
-    float ds[16];  // d * scale, one per 16 elements
+    alignas(64) float ds[16];  // d * scale, one per 16 elements
     const uint8_t* b;
   };
+  // The 16 int8 scales widened together: d * scale, the same float products.
   NNSIGHT_AVX512_INLINE static void load(const uint8_t* b, State& s) {
-    const float d = half_to_float(b + 208);
-    const int8_t* sc = reinterpret_cast<const int8_t*>(b + 192);
-    for (int j = 0; j < 16; ++j) s.ds[j] = d * static_cast<float>(sc[j]);
+    const __m512 sc =
+        _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 192))));
+    _mm512_store_ps(s.ds, _mm512_mul_ps(_mm512_set1_ps(_cvtsh_ss(load_u16(b + 208))), sc));
     s.b = b;
   }
-  // Group g: half g / 4, quarter q = g % 4: nibble (q / 2 ? high : low) of
-  // ql[half * 64 + (q % 2) * 32 + l], bits 2q..2q+1 of qh[half * 32 + l].
-  NNSIGHT_AVX512_INLINE static void group(const State& s, int g, __m512& w0, __m512& w1) {
-    const int half = g / 4, q = g % 4;
-    const uint8_t* ql = s.b + 64 * half + 32 * (q % 2);
-    const uint8_t* qh = s.b + 128 + 32 * half;
-    const __m512i low4 = _mm512_set1_epi32(0x0F), two = _mm512_set1_epi32(3), bias = _mm512_set1_epi32(32);
-    __m512i v[2];
-    for (int c = 0; c < 2; ++c) {
-      __m512i l = bytes16(ql + 16 * c);
-      if (q >= 2) l = _mm512_srli_epi32(l, 4);
-      const __m512i h = _mm512_and_si512(_mm512_srli_epi32(bytes16(qh + 16 * c), 2 * q), two);
-      v[c] = _mm512_sub_epi32(_mm512_or_si512(_mm512_and_si512(l, low4), _mm512_slli_epi32(h, 4)), bias);
+  // Half g (128 elements): element 32 q + l (quarter q, l < 32) is nibble
+  // (q / 2 ? high : low) of ql[64 g + 32 (q % 2) + l] with bits 2q..2q+1 of
+  // qh[32 g + l] above it, minus 32. The 6-bit values of a whole half are
+  // built 64 at a time in bytes, then widened 16 at a time.
+  NNSIGHT_AVX512_INLINE static void group(const State& s, int g, __m512* w) {
+    const __m512i ql = _mm512_loadu_si512(s.b + 64 * g);
+    const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s.b + 128 + 32 * g));
+    // Bits 2q..2q+1 of qh moved to bits 4..5: quarters 0 | 1 and 2 | 3.
+    const __m512i h01 =
+        _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_slli_epi16(qh, 4)), _mm256_slli_epi16(qh, 2), 1);
+    const __m512i h23 = _mm512_inserti64x4(_mm512_castsi256_si512(qh), _mm256_srli_epi16(qh, 2), 1);
+    const __m512i low4 = _mm512_set1_epi8(0x0F), bits45 = _mm512_set1_epi8(0x30), bias = _mm512_set1_epi8(32);
+    const __m512i v[2] = {
+        _mm512_sub_epi8(_mm512_or_si512(_mm512_and_si512(ql, low4), _mm512_and_si512(h01, bits45)), bias),
+        _mm512_sub_epi8(
+            _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql, 4), low4), _mm512_and_si512(h23, bits45)), bias)};
+#pragma GCC unroll 8
+    for (int c = 0; c < 8; ++c) {
+      const __m128i q = c % 4 == 0   ? _mm512_castsi512_si128(v[c / 4])
+                        : c % 4 == 1 ? _mm512_extracti32x4_epi32(v[c / 4], 1)
+                        : c % 4 == 2 ? _mm512_extracti32x4_epi32(v[c / 4], 2)
+                                     : _mm512_extracti32x4_epi32(v[c / 4], 3);
+      w[c] = _mm512_mul_ps(_mm512_set1_ps(s.ds[8 * g + c]), _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q)));
     }
-    w0 = _mm512_mul_ps(_mm512_set1_ps(s.ds[8 * half + 2 * q]), _mm512_cvtepi32_ps(v[0]));
-    w1 = _mm512_mul_ps(_mm512_set1_ps(s.ds[8 * half + 2 * q + 1]), _mm512_cvtepi32_ps(v[1]));
   }
 };
 
@@ -303,12 +329,12 @@ NNSIGHT_PACKED_TARGET void decode_row(const uint8_t* src, float* dst, int64_t n)
     typename Q::State s;
     Q::load(src + b * Q::kBytes, s);
 #pragma GCC unroll 8
-    for (int g = 0; g < Q::kGroups; ++g) {
-      __m512 w0, w1;
-      Q::group(s, g, w0, w1);
-      float* y = dst + b * Q::kBlock + 32 * g;
-      _mm512_storeu_ps(y, w0);
-      _mm512_storeu_ps(y + 16, w1);
+    for (int g = 0; g < Q::kBlock / Q::kWidth; ++g) {
+      __m512 w[Q::kWidth / 16];
+      Q::group(s, g, w);
+      float* y = dst + b * Q::kBlock + Q::kWidth * g;
+#pragma GCC unroll 8
+      for (int c = 0; c < Q::kWidth / 16; ++c) _mm512_storeu_ps(y + 16 * c, w[c]);
     }
   }
 }
@@ -317,16 +343,17 @@ NNSIGHT_PACKED_TARGET void decode_row(const uint8_t* src, float* dst, int64_t n)
 template <class Q, int MR, int NR>
 NNSIGHT_AVX512_INLINE void tile_block(const float* const* x, const typename Q::State* s, int64_t b, __m512* acc) {
 #pragma GCC unroll 8
-  for (int g = 0; g < Q::kGroups; ++g) {
-    const int64_t k = b * Q::kBlock + 32 * g;
+  for (int g = 0; g < Q::kBlock / Q::kWidth; ++g) {
+    const int64_t k = b * Q::kBlock + Q::kWidth * g;
 #pragma GCC unroll 8
     for (int j = 0; j < NR; ++j) {
-      __m512 w0, w1;
-      Q::group(s[j], g, w0, w1);
+      __m512 w[Q::kWidth / 16];
+      Q::group(s[j], g, w);
 #pragma GCC unroll 8
       for (int i = 0; i < MR; ++i) {
-        acc[i * NR + j] = _mm512_fmadd_ps(_mm512_loadu_ps(x[i] + k), w0, acc[i * NR + j]);
-        acc[i * NR + j] = _mm512_fmadd_ps(_mm512_loadu_ps(x[i] + k + 16), w1, acc[i * NR + j]);
+#pragma GCC unroll 8
+        for (int c = 0; c < Q::kWidth / 16; ++c)
+          acc[i * NR + j] = _mm512_fmadd_ps(_mm512_loadu_ps(x[i] + k + 16 * c), w[c], acc[i * NR + j]);
       }
     }
   }
