@@ -259,8 +259,8 @@ struct QK45 {
   // (w[2], w[3]: their high nibbles).
   NNSIGHT_AVX512_INLINE static void group(const State& s, int g, __m512* w) {
     const uint8_t* p = s.qs + 32 * g;
-    const __m512i z[4] = {bytes16(p), bytes16(p + 16), _mm512_srli_epi32(bytes16(p), 4),
-                          _mm512_srli_epi32(bytes16(p + 16), 4)};
+    const __m512i lo0 = bytes16(p), lo1 = bytes16(p + 16);
+    const __m512i z[4] = {lo0, lo1, _mm512_srli_epi32(lo0, 4), _mm512_srli_epi32(lo1, 4)};
 #pragma GCC unroll 2
     for (int h = 0; h < 2; ++h) {
       const int sub = 2 * g + h;
