@@ -38,24 +38,43 @@ constexpr int64_t kTileRowsPerUnit = 24;
 // Up to this many rows of x the fused tiles run (each weight decoded once
 // per row tile, in registers); with more, decoding a block of rows once into
 // a float buffer and running the float32 tiles over it is faster, as the
-// decode is shared by every row of x. Both give the same bits.
-constexpr int64_t kFusedMaxRows = 8;
+// decode is shared by every row of x. Both give the same bits. Measured per
+// type (two threads, weights from memory, fused against Tiles): Q8_0's
+// decode is one convert and one multiply, and its fused tiles stay ahead to
+// 32 rows (an LM head [49152, 576] at 16 rows 4.9-5.1 against 6.1-6.2 ms, at
+// 32 rows 9.7 against 10.6 ms); Q4_0 / Q4_1 to 16 (a decode step's Q4_1
+// projections at 16 rows 19.9-20.0 against 21.3-21.5 ms, at 24 even, at 32
+// 5-10 % behind); the 5-bit and K-quant types to 8 (at 12 rows 5-15 % behind).
+int64_t fused_max_rows(PackedType type) {
+  switch (type) {
+    case PackedType::Q8_0:
+      return 32;
+    case PackedType::Q4_0:
+    case PackedType::Q4_1:
+      return 16;
+    default:
+      return 8;
+  }
+}
 
 // The float buffer of the Tiles path: a block of decoded w rows about this
 // size, kept in L2 while every row tile of x passes over it.
 constexpr int64_t kBufferBytes = int64_t(256) << 10;
 
-// Fused tiles ask for (into L1) the memory about two tiles ahead of each row,
-// within these bounds (bytes). Measured single-threaded on the default model
-// at one row against a fixed 512 bytes, one tile ahead within [1024, 4096]:
-// the step's packed matmuls 16.8-17.1 -> 13.9-14.4 ms (down_proj 3.2 -> 2.0
-// ms, the Q8_0 LM head 4.2 -> 3.2 ms). Once the Q4_1 tiles converted their
-// scales 16 blocks at a time, two tiles ahead within [1024, 3072] took a
-// decode step's Q4_1 matmuls from 3.65-3.98 to 3.44-3.51 ms (two threads,
-// weights from memory; no change at 4 and 8 rows); a 4096 bound made the
-// Q8_0 LM head 10-25 % slower.
+// Fused tiles ask for (into L1) the memory about two tiles ahead of each row
+// (a tile's rows are neighbours in memory, so that is the same rows of the
+// tile after next), within these bounds (bytes). Measured single-threaded on
+// the default model at one row against a fixed 512 bytes, one tile ahead
+// within [1024, 4096]: the step's packed matmuls 16.8-17.1 -> 13.9-14.4 ms
+// (down_proj 3.2 -> 2.0 ms, the Q8_0 LM head 4.2 -> 3.2 ms). With an upper
+// bound of 3072, rows longer than about 400 bytes were asked for less than a
+// tile ahead, where the tile's own rows had already been read: the
+// Llama-3-8B-shaped Q4_K model (rows of 2304 and 8064 bytes) decoded at 2.69
+// tokens/s, at 3.55-3.65 with this bound; the default model is unchanged
+// within noise (its Q8_0 LM head perhaps 3 % slower, at 4896 bytes ahead
+// instead of 3072).
 constexpr int64_t kPrefetchTiles = 2;
-constexpr int64_t kMinPrefetchBytes = 1024, kMaxPrefetchBytes = 3072;
+constexpr int64_t kMinPrefetchBytes = 1024, kMaxPrefetchBytes = int64_t(64) << 10;
 
 // A thread is woken only for about this much work (ns); see linear.cpp.
 constexpr double kMinThreadWorkNs = 4000.0;
@@ -149,7 +168,8 @@ void tile_columns(const PackedKernels* k, const TileSet& tiles, const float* x, 
 
 void run(PackedPath path, const float* x, const PackedMatrix& w, const float* bias, float* out, int64_t M) {
   const PackedKernels* k = fused_kernels(w.type);
-  const bool fused = path == PackedPath::Fused || (path == PackedPath::Auto && k != nullptr && M <= kFusedMaxRows);
+  const bool fused =
+      path == PackedPath::Fused || (path == PackedPath::Auto && k != nullptr && M <= fused_max_rows(w.type));
   const TileSet* tiles = detail::linear_tiles(linear_default_path(at::kFloat), at::kFloat);
   TORCH_CHECK(tiles != nullptr, "packed_linear: no float32 tiles");
   const int64_t N = w.rows;
@@ -174,7 +194,7 @@ bool packed_path_available(PackedPath path) {
   return fused_kernels(PackedType::Q4_0) != nullptr;
 }
 
-int64_t packed_fused_max_rows() { return fused_kernels(PackedType::Q4_0) != nullptr ? kFusedMaxRows : 0; }
+int64_t packed_fused_max_rows(PackedType type) { return fused_kernels(type) != nullptr ? fused_max_rows(type) : 0; }
 
 at::Tensor packed_linear_on_path(PackedPath path, const at::Tensor& x, const PackedMatrix& w, const at::Tensor& bias) {
   TORCH_CHECK(packed_path_available(path), "packed_linear: the fused path needs AVX-512 (F, BW, VL)");
@@ -230,7 +250,7 @@ std::vector<at::Tensor> packed_linear_many(const at::Tensor& x, const std::vecto
     return outs;
   };
   if (ws.empty() || records_grad(x) || x.dim() != 2 || x.scalar_type() != at::kFloat || !x.is_contiguous() ||
-      x.size(0) < 1 || x.size(0) > kFusedMaxRows)
+      x.size(0) < 1)
     return one_call_each();
   const int64_t M = x.size(0);
   struct Part {
@@ -247,7 +267,7 @@ std::vector<at::Tensor> packed_linear_many(const at::Tensor& x, const std::vecto
     const PackedMatrix& w = *ws[i];
     const PackedKernels* k = fused_kernels(w.type);
     const at::Tensor b = bias_of(i);
-    if (k == nullptr || w.cols != x.size(1) || w.cols == 0 || w.rows == 0 ||
+    if (k == nullptr || M > fused_max_rows(w.type) || w.cols != x.size(1) || w.cols == 0 || w.rows == 0 ||
         (b.defined() && (b.dim() != 1 || b.size(0) != w.rows)))
       return one_call_each();  // packed_linear takes them, or names what is wrong
     parts.push_back({k, &w, b.defined() ? b.to(at::kFloat).contiguous() : b, units});

@@ -25,7 +25,7 @@ at::Tensor packed_linear(const at::Tensor& x, const PackedMatrix& w, const at::T
 
 // Several matrices with the same input width applied to one x (a layer's
 // q/k/v or gate/up projections): the same tensors as one packed_linear call
-// each, bit for bit, but at few rows of x (up to packed_fused_max_rows()) all
+// each, bit for bit, but at few rows of x (up to packed_fused_max_rows) all
 // the matrices' output columns are shared out to the threads as one job, so a
 // decode step pays one fork-join for them instead of one per matrix. biases:
 // empty, or one (possibly undefined) tensor per matrix.
@@ -41,8 +41,8 @@ enum class PackedPath {
 // Whether `path` can run here (Fused needs AVX-512 F/BW/VL).
 bool packed_path_available(PackedPath path);
 at::Tensor packed_linear_on_path(PackedPath path, const at::Tensor& x, const PackedMatrix& w, const at::Tensor& bias);
-// Rows of x up to which Auto takes Fused.
-int64_t packed_fused_max_rows();
+// Rows of x up to which Auto takes Fused for `type` (0 without AVX-512).
+int64_t packed_fused_max_rows(PackedType type);
 
 // Rows of w for token ids: ids [T] int64 (each in [0, w.rows)) -> [T, w.cols]
 // in dtype (float32 or bfloat16, rounded from the float32 value), equal to
