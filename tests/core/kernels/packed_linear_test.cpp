@@ -112,7 +112,7 @@ TEST_P(PackedLinear, EqualsLinearOnTheDequantizedMatrixBitwiseAtEveryRowCount) {
   ASSERT_TRUE(at::isfinite(wd).all().item<bool>());
   at::Generator gen = at::detail::createCPUGenerator(5);
   at::Tensor bias = at::randn({N}, gen, at::kFloat);
-  for (int64_t M : {1, 3, 8, 32, 128}) {
+  for (int64_t M : {1, 3, 8, 16, 17, 32, 33, 128}) {
     at::Tensor x = at::randn({M, K}, gen, at::kFloat);
     // The dequantized float32 kernel is right to float32 rounding ...
     at::Tensor expect = kernels::linear(x, wd, bias);  // [M, N]
@@ -191,7 +191,7 @@ TEST_P(PackedLinear, ManyMatricesAtOnceEqualOneCallEach) {
   ThreadCountGuard guard;
   for (int threads : {1, 2}) {
     at::set_num_threads(threads);
-    for (int64_t M : {1, 3, 8, 9, 32}) {
+    for (int64_t M : {1, 3, 8, 9, 16, 17, 32, 33}) {
       SCOPED_TRACE("M=" + std::to_string(M) + " threads=" + std::to_string(threads));
       at::Tensor x = at::randn({M, K}, gen, at::kFloat);
       const std::vector<at::Tensor> ys =
