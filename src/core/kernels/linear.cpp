@@ -24,7 +24,7 @@ using detail::TileSet;
 
 // Threads split N in units of this many w rows (one contiguous range per
 // thread, which run_columns then cuts into streams).
-constexpr int64_t kRowsPerUnit = 24;
+constexpr int64_t kRowsPerUnit = detail::kLinearRowsPerUnit;
 
 // With more rows of x than one tile holds, w is walked in blocks of about this
 // many bytes, each kept in L2 while every row tile of x passes over it.
@@ -85,11 +85,7 @@ void run_columns(const TileSet& tiles, const T* x, const T* w, const T* bias, T*
                  int64_t n_begin, int64_t n_end, int64_t w_row0 = 0) {
   // One tile of x rows covers all of M when M <= max_mr (decode): then w is
   // streamed exactly once and blocking it buys nothing.
-  const int64_t block =
-      M <= tiles.max_mr
-          ? n_end - n_begin
-          : std::max<int64_t>(kRowsPerUnit, kWeightBlockBytes / std::max<int64_t>(1, K * int64_t(sizeof(T))) /
-                                                kRowsPerUnit * kRowsPerUnit);
+  const int64_t block = M <= tiles.max_mr ? n_end - n_begin : detail::linear_block_rows(K, int64_t(sizeof(T)));
   const void* xr[TileSet::kMaxRows];
   const void* wr[TileSet::kMaxRows];
   int64_t col[TileSet::kMaxRows];
@@ -170,6 +166,11 @@ at::Tensor run_kernel(const TileSet& tiles, const at::Tensor& x, const at::Tenso
 }  // namespace
 
 namespace detail {
+
+int64_t linear_block_rows(int64_t K, int64_t elem_bytes) {
+  return std::max<int64_t>(kRowsPerUnit,
+                           kWeightBlockBytes / std::max<int64_t>(1, K * elem_bytes) / kRowsPerUnit * kRowsPerUnit);
+}
 
 void linear_columns_f32(const TileSet& tiles, const float* x, const float* w_block, const float* bias, float* out,
                         int64_t M, int64_t N, int64_t K, int64_t n_begin, int64_t n_end) {

@@ -28,14 +28,6 @@ using detail::TileSet;
 // Threads split the output columns (w rows) in units of this many.
 constexpr int64_t kRowsPerUnit = 16;
 
-// The Tiles path's unit (threads' ranges and decoded blocks are multiples of
-// it): 24 rows, as in kernels::linear, so that a block splits evenly into the
-// float32 tiles' 3 or 4 streams. With blocks of multiples of 8 rows, the last
-// tile of each stream computed up to 2 rows that are never stored (5 % of
-// down_proj's work): a prefill's Q4_1 matmuls took 6.7 % longer than the
-// float32 kernel's on the dequantized weights, with the decode itself 4 %.
-constexpr int64_t kTileRowsPerUnit = 24;
-
 // Up to this many rows of x the fused tiles run (each weight decoded once
 // per row tile, in registers); with more, decoding a block of rows once into
 // a float buffer and running the float32 tiles over it is faster, as the
@@ -57,10 +49,6 @@ int64_t fused_max_rows(PackedType type) {
       return 8;
   }
 }
-
-// The float buffer of the Tiles path: a block of decoded w rows about this
-// size, kept in L2 while every row tile of x passes over it.
-constexpr int64_t kBufferBytes = int64_t(256) << 10;
 
 // Fused tiles ask for (into L1) the memory about two tiles ahead of each row
 // (a tile's rows are neighbours in memory, so that is the same rows of the
@@ -92,11 +80,12 @@ void decode_row(const PackedKernels* k, PackedType type, const uint8_t* src, flo
   }
 }
 
-// Rough time of one unit on one core: streaming its packed bytes (~20 GB/s),
-// decoding its weights (~0.05 ns each) and the multiply-adds (~100 GFLOP/s).
-double unit_cost_ns(int64_t m, const PackedMatrix& w) {
-  const double bytes = static_cast<double>(kRowsPerUnit * w.row_bytes());
-  const double weights = static_cast<double>(kRowsPerUnit * w.cols);
+// Rough time of `rows` rows of w on one core: streaming their packed bytes
+// (~20 GB/s), decoding their weights (~0.05 ns each) and the multiply-adds
+// (~100 GFLOP/s).
+double rows_cost_ns(int64_t m, const PackedMatrix& w, int64_t rows) {
+  const double bytes = static_cast<double>(rows * w.row_bytes());
+  const double weights = static_cast<double>(rows * w.cols);
   return bytes / 20.0 + weights * 0.05 + 2.0 * static_cast<double>(m) * weights / 100.0;
 }
 
@@ -166,8 +155,9 @@ float* scratch(size_t n) {
 void tile_columns(const PackedKernels* k, const TileSet& tiles, const float* x, const PackedMatrix& w,
                   const float* bias, float* out, int64_t M, int64_t n_begin, int64_t n_end) {
   const int64_t N = w.rows, K = w.cols;
-  const int64_t block = std::max<int64_t>(
-      kTileRowsPerUnit, kBufferBytes / (K * int64_t(sizeof(float))) / kTileRowsPerUnit * kTileRowsPerUnit);
+  // Blocks of w rows decoded to a float buffer of kernels::linear's block
+  // size, kept in L2 while every row tile of x passes over it.
+  const int64_t block = detail::linear_block_rows(K, int64_t(sizeof(float)));
   float* buf = scratch(static_cast<size_t>(std::min(block, n_end - n_begin) * K));  // [block, K]
   for (int64_t nb = n_begin; nb < n_end; nb += block) {
     const int64_t ne = std::min(nb + block, n_end);
@@ -183,10 +173,11 @@ void run(PackedPath path, const float* x, const PackedMatrix& w, const float* bi
   const TileSet* tiles = detail::linear_tiles(linear_default_path(at::kFloat), at::kFloat);
   TORCH_CHECK(tiles != nullptr, "packed_linear: no float32 tiles");
   const int64_t N = w.rows;
-  const int64_t unit = fused ? kRowsPerUnit : kTileRowsPerUnit;
+  // The Tiles path cuts w as kernels::linear does (detail::kLinearRowsPerUnit).
+  const int64_t unit = fused ? kRowsPerUnit : detail::kLinearRowsPerUnit;
   const int64_t units = (N + unit - 1) / unit;
-  const double cost = unit_cost_ns(M, w) * static_cast<double>(unit) / static_cast<double>(kRowsPerUnit);
-  const int64_t grain = std::max<int64_t>(1, static_cast<int64_t>(std::ceil(kMinThreadWorkNs / cost)));
+  const int64_t grain =
+      std::max<int64_t>(1, static_cast<int64_t>(std::ceil(kMinThreadWorkNs / rows_cost_ns(M, w, unit))));
   kernels::parallel_for(0, units, grain, [&](int64_t u0, int64_t u1) {
     const int64_t n0 = u0 * unit, n1 = std::min(u1 * unit, N);
     if (fused) {
@@ -282,7 +273,7 @@ std::vector<at::Tensor> packed_linear_many(const at::Tensor& x, const std::vecto
       return one_call_each();  // packed_linear takes them, or names what is wrong
     parts.push_back({k, &w, b.defined() ? b.to(at::kFloat).contiguous() : b, units});
     const int64_t u = (w.rows + kRowsPerUnit - 1) / kRowsPerUnit;
-    cost += unit_cost_ns(M, w) * static_cast<double>(u);
+    cost += rows_cost_ns(M, w, kRowsPerUnit) * static_cast<double>(u);
     units += u;
   }
   std::vector<at::Tensor> outs;

@@ -24,6 +24,18 @@ struct PackedKernels {
 // check is the caller's).
 const PackedKernels* avx512_packed_kernels(PackedType type);
 
+// kernels::linear's unit of w rows: threads' ranges and blocks of w are
+// multiples of it, so that a block splits evenly into the float32 tiles' 3 or
+// 4 streams (the packed Tiles path uses it too: with blocks of multiples of 8
+// rows, the last tile of each stream computed up to 2 rows that were never
+// stored, 5 % of down_proj's work).
+constexpr int64_t kLinearRowsPerUnit = 24;
+
+// Rows of a block of w ([rows, K] of elem_bytes each) that kernels::linear
+// keeps in L2 while every row tile of x passes over it (linear.cpp): about
+// 256 KiB, a multiple of kLinearRowsPerUnit.
+int64_t linear_block_rows(int64_t K, int64_t elem_bytes);
+
 // kernels::linear's float32 column loop (linear.cpp) over a block of decoded
 // rows: out[:, n] for n in [n_begin, n_end), row n of w at
 // w_block + (n - n_begin) * K.

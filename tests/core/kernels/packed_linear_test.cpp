@@ -112,7 +112,10 @@ TEST_P(PackedLinear, EqualsLinearOnTheDequantizedMatrixBitwiseAtEveryRowCount) {
   ASSERT_TRUE(at::isfinite(wd).all().item<bool>());
   at::Generator gen = at::detail::createCPUGenerator(5);
   at::Tensor bias = at::randn({N}, gen, at::kFloat);
-  for (int64_t M : {1, 3, 8, 16, 17, 32, 33, 128}) {
+  std::vector<int64_t> row_counts = {1, 3, 8, 32, 128};
+  // Where Auto leaves the fused tiles for this type, and one row past it.
+  if (const int64_t f = kernels::packed_fused_max_rows(type); f > 0) row_counts.insert(row_counts.end(), {f, f + 1});
+  for (int64_t M : row_counts) {
     at::Tensor x = at::randn({M, K}, gen, at::kFloat);
     // The dequantized float32 kernel is right to float32 rounding ...
     at::Tensor expect = kernels::linear(x, wd, bias);  // [M, N]
@@ -188,10 +191,13 @@ TEST_P(PackedLinear, ManyMatricesAtOnceEqualOneCallEach) {
                c = random_matrix(type, 5, K, 23);
   at::Generator gen = at::detail::createCPUGenerator(7);
   at::Tensor bias_b = at::randn({16}, gen, at::kFloat);
+  std::vector<int64_t> row_counts = {1, 3, 8, 9, 32};
+  // Where the one-job path ends for this type, and one row past it.
+  if (const int64_t f = kernels::packed_fused_max_rows(type); f > 0) row_counts.insert(row_counts.end(), {f, f + 1});
   ThreadCountGuard guard;
   for (int threads : {1, 2}) {
     at::set_num_threads(threads);
-    for (int64_t M : {1, 3, 8, 9, 16, 17, 32, 33}) {
+    for (int64_t M : row_counts) {
       SCOPED_TRACE("M=" + std::to_string(M) + " threads=" + std::to_string(threads));
       at::Tensor x = at::randn({M, K}, gen, at::kFloat);
       const std::vector<at::Tensor> ys =
