@@ -97,6 +97,24 @@ NNSIGHT_AVX512_INLINE void head_scales(const uint8_t* b, float* sc, int64_t stri
   if constexpr (kScales > 1) _mm512_storeu_ps(sc + stride, _mm512_cvtph_ps(_mm512_extracti64x4_epi64(r, 1)));
 }
 
+// a * (the float at p, in every lane) and a + (the float at p): the
+// multiply-add of a table made of two operations whose broadcasts are folded
+// into them. On Zen 4 a broadcast into a register takes a shuffle pipe, the
+// pipes the table lookups are bound by, and an FMA takes a multiply pipe; the
+// add runs beside both. Written in asm because GCC fuses the two into an FMA
+// and keeps one of the broadcasts. d * q is exact in float for every type that
+// uses these (11 x 6 bits at most), so the add rounds exactly as an FMA would.
+NNSIGHT_AVX512_INLINE __m512 mul_broadcast(__m512 a, const float* p) {
+  __m512 r;
+  asm("vmulps %2%{1to16%}, %1, %0" : "=v"(r) : "v"(a), "m"(*p));
+  return r;
+}
+NNSIGHT_AVX512_INLINE __m512 add_broadcast(__m512 a, const float* p) {
+  __m512 r;
+  asm("vaddps %2%{1to16%}, %1, %0" : "=v"(r) : "v"(a), "m"(*p));
+  return r;
+}
+
 // 16 bytes -> 16 x int32 (zero-extended).
 NNSIGHT_AVX512_INLINE __m512i bytes16(const uint8_t* p) {
   return _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
@@ -104,10 +122,11 @@ NNSIGHT_AVX512_INLINE __m512i bytes16(const uint8_t* p) {
 
 // Each type: kBlock elements in kBytes bytes, decoded kWidth (32 or 64) at a
 // time, in k order. load() reads a block's scales; group(s, g, w) yields its
-// g-th kWidth weights in kWidth / 16 vectors w[0], w[1], ... A type whose block starts with kScales
-// > 0 f16 scales also has scales16(), converting those of 16 blocks to float,
-// and a load() that takes them so converted (the fused tile's scale pass,
-// fused_tile below).
+// g-th kWidth weights in kWidth / 16 vectors w[0], w[1], ... A type whose
+// block starts with kScales > 0 f16 scales also has scales16(), converting
+// those of 16 blocks to float, and a load() that takes them so converted (the
+// fused tile's scale pass, fused_tile below); group<true> is then called on
+// the state that load() made.
 
 struct Q4_0 {
   static constexpr int kBlock = 32, kBytes = 18, kWidth = 32, kScales = 1;
@@ -126,6 +145,7 @@ struct Q4_0 {
     s.table = _mm512_mul_ps(_mm512_set1_ps(sc[0]), iota_ps(-8.f));
     s.qs = b + 2;
   }
+  template <bool = false>
   NNSIGHT_AVX512_INLINE static void group(const State& s, int, __m512* w) {
     const __m512i z = bytes16(s.qs);  // vpermps reads the low 4 bits: the low nibble
     w[0] = _mm512_permutexvar_ps(z, s.table);
@@ -149,9 +169,10 @@ struct Q4_1 {
     head_scales<kBytes, kScales>(b, sc, stride);
   }
   NNSIGHT_AVX512_INLINE static void load(const uint8_t* b, const float* sc, int64_t stride, State& s) {
-    s.table = _mm512_fmadd_ps(_mm512_set1_ps(sc[0]), iota_ps(0.f), _mm512_set1_ps(sc[stride]));
+    s.table = add_broadcast(mul_broadcast(iota_ps(0.f), sc), sc + stride);
     s.qs = b + 4;
   }
+  template <bool = false>
   NNSIGHT_AVX512_INLINE static void group(const State& s, int, __m512* w) {
     const __m512i z = bytes16(s.qs);
     w[0] = _mm512_permutexvar_ps(z, s.table);
@@ -187,6 +208,7 @@ struct Q5_01 {
       s.qs = b + 6;
     }
   }
+  template <bool = false>
   NNSIGHT_AVX512_INLINE static void group(const State& s, int, __m512* w) {
     const __m512i z0 = bytes16(s.qs), z1 = _mm512_srli_epi32(z0, 4);
     w[0] = _mm512_mask_permutexvar_ps(_mm512_permutexvar_ps(z0, s.lo), static_cast<__mmask16>(s.qh), z0, s.hi);
@@ -199,7 +221,8 @@ using Q5_1 = Q5_01<true>;
 struct Q8_0 {
   static constexpr int kBlock = 32, kBytes = 34, kWidth = 32, kScales = 1;
   struct State {
-    __m512 d;
+    __m512 d;        // the scale, when load() converts it
+    const float* s;  // the scale in memory, when scales16() has converted it
     const int8_t* qs;
   };
   NNSIGHT_AVX512_INLINE static void load(const uint8_t* b, State& s) {
@@ -210,13 +233,18 @@ struct Q8_0 {
     head_scales<kBytes, kScales>(b, sc, stride);
   }
   NNSIGHT_AVX512_INLINE static void load(const uint8_t* b, const float* sc, int64_t, State& s) {
-    s.d = _mm512_set1_ps(sc[0]);
+    s.s = sc;
     s.qs = reinterpret_cast<const int8_t*>(b + 2);
   }
+  // kConverted: the state came from the second load().
+  template <bool kConverted = false>
   NNSIGHT_AVX512_INLINE static void group(const State& s, int, __m512* w) {
     const __m128i* p = reinterpret_cast<const __m128i*>(s.qs);
-    w[0] = _mm512_mul_ps(s.d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(p))));
-    w[1] = _mm512_mul_ps(s.d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(p + 1))));
+#pragma GCC unroll 2
+    for (int c = 0; c < 2; ++c) {
+      const __m512 q = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(p + c)));
+      w[c] = kConverted ? mul_broadcast(q, s.s) : _mm512_mul_ps(s.d, q);
+    }
   }
 };
 
@@ -257,6 +285,7 @@ struct QK45 {
   }
   // Sub-blocks 2g (w[0], w[1]: low nibbles of bytes 32g .. 32g + 31) and 2g + 1
   // (w[2], w[3]: their high nibbles).
+  template <bool = false>
   NNSIGHT_AVX512_INLINE static void group(const State& s, int g, __m512* w) {
     const uint8_t* p = s.qs + 32 * g;
     const __m512i lo0 = bytes16(p), lo1 = bytes16(p + 16);
@@ -300,6 +329,7 @@ struct Q6_K {
   // (q / 2 ? high : low) of ql[64 g + 32 (q % 2) + l] with bits 2q..2q+1 of
   // qh[32 g + l] above it, minus 32. The 6-bit values of a whole half are
   // built 64 at a time in bytes, then widened 16 at a time.
+  template <bool = false>
   NNSIGHT_AVX512_INLINE static void group(const State& s, int g, __m512* w) {
     const __m512i ql = _mm512_loadu_si512(s.b + 64 * g);
     const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s.b + 128 + 32 * g));
@@ -340,7 +370,7 @@ NNSIGHT_PACKED_TARGET void decode_row(const uint8_t* src, float* dst, int64_t n)
 }
 
 // One block of the fused tile: every x row times the block's weights of every w row.
-template <class Q, int MR, int NR>
+template <class Q, int MR, int NR, bool kConverted>
 NNSIGHT_AVX512_INLINE void tile_block(const float* const* x, const typename Q::State* s, int64_t b, __m512* acc) {
   // With all NR rows' decoded vectors held at once (when they fit in the 32
   // registers beside the accumulators), each x vector is loaded once for the
@@ -357,7 +387,7 @@ NNSIGHT_AVX512_INLINE void tile_block(const float* const* x, const typename Q::S
     if constexpr (kHoist) {
       __m512 w[NR][kVectors];
 #pragma GCC unroll 8
-      for (int j = 0; j < NR; ++j) Q::group(s[j], g, w[j]);
+      for (int j = 0; j < NR; ++j) Q::template group<kConverted>(s[j], g, w[j]);
 #pragma GCC unroll 8
       for (int c = 0; c < kVectors; ++c) {
 #pragma GCC unroll 8
@@ -373,7 +403,7 @@ NNSIGHT_AVX512_INLINE void tile_block(const float* const* x, const typename Q::S
 #pragma GCC unroll 8
       for (int j = 0; j < NR; ++j) {
         __m512 w[kVectors];
-        Q::group(s[j], g, w);
+        Q::template group<kConverted>(s[j], g, w);
 #pragma GCC unroll 8
         for (int i = 0; i < MR; ++i) {
 #pragma GCC unroll 8
@@ -386,8 +416,9 @@ NNSIGHT_AVX512_INLINE void tile_block(const float* const* x, const typename Q::S
 }
 
 // Block b of every w row times every x row; the rows' scales are converted
-// by Q::load, or taken from sc (row j's scale i at sc[(j * kScales + i) * stride]).
-template <class Q, int MR, int NR>
+// by Q::load, or (kConverted) taken from sc, row j's scale i at
+// sc[(j * kScales + i) * stride].
+template <class Q, int MR, int NR, bool kConverted>
 NNSIGHT_AVX512_INLINE void tile_step(const float* const* x, const uint8_t* const* w, int64_t prefetch, int64_t b,
                                      const float* sc, int64_t stride, __m512* acc) {
   typename Q::State s[NR];
@@ -404,15 +435,13 @@ NNSIGHT_AVX512_INLINE void tile_step(const float* const* x, const uint8_t* const
       for (int off = 0; off < Q::kBytes; off += 64)
         _mm_prefetch(reinterpret_cast<const char*>(blk) + prefetch + off, _MM_HINT_T0);
     }
-    if constexpr (Q::kScales > 0) {
-      if (sc != nullptr) {
-        Q::load(blk, sc + j * Q::kScales * stride, stride, s[j]);
-        continue;
-      }
+    if constexpr (kConverted) {
+      Q::load(blk, sc + j * Q::kScales * stride, stride, s[j]);
+    } else {
+      Q::load(blk, s[j]);
     }
-    Q::load(blk, s[j]);
   }
-  tile_block<Q, MR, NR>(x, s, b, acc);
+  tile_block<Q, MR, NR, kConverted>(x, s, b, acc);
 }
 
 // Blocks whose scales the tile converts beforehand, this many blocks of
@@ -437,13 +466,16 @@ NNSIGHT_PACKED_TARGET void fused_tile(const TileArgs& a) {
   for (int i = 0; i < MR * NR; ++i) acc[i] = _mm512_setzero_ps();
   int64_t b = 0;
   if constexpr (Q::kScales > 0 && MR <= kScaleMaxRows) {
-    // Whole groups of 16 blocks have their scales converted first, a chunk at
-    // a time, and then broadcast from memory (a load, not a shuffle): the
-    // per-block f16 broadcasts and conversions were the largest part of a
-    // Q4_1 tile's vector work at one row after the multiply-adds (one core,
-    // one row, 4-row tile in L1: 5.7 -> 4.9 cycles per 32 weights of a row).
-    // Same values, so the same bits. The blocks after the last whole group
-    // (a Q4_1 row of 576 has 18) convert their own.
+    // The scales are converted to float first and then broadcast from memory
+    // by the operations that use them (folded into them: a broadcast into a
+    // register takes a shuffle pipe on Zen 4, the pipes the table lookups are
+    // bound by). The per-block f16 broadcasts and conversions were the
+    // largest part of a Q4_1 tile's vector work at one row after the
+    // multiply-adds. Same values, so the same bits.
+    //
+    // Whole groups of 16 blocks by scales16, a chunk at a time: one core, a
+    // Q4_1 [576, 1536] matrix at one row: 47 -> 42.6 us with the folded
+    // broadcasts, 22 % more with the per-block conversions.
     float sc[NR][Q::kScales][kScaleChunk];
     const int64_t grouped = nblocks / 16 * 16;
     for (; b < grouped; b += kScaleChunk) {
@@ -451,11 +483,30 @@ NNSIGHT_PACKED_TARGET void fused_tile(const TileArgs& a) {
 #pragma GCC unroll 8
       for (int j = 0; j < NR; ++j)
         for (int64_t g = b; g < c1; g += 16) Q::scales16(w[j] + g * Q::kBytes, &sc[j][0][g - b], kScaleChunk);
-      for (int64_t i = b; i < c1; ++i) tile_step<Q, MR, NR>(x, w, prefetch, i, &sc[0][0][i - b], kScaleChunk, acc);
+      for (int64_t i = b; i < c1; ++i)
+        tile_step<Q, MR, NR, true>(x, w, prefetch, i, &sc[0][0][i - b], kScaleChunk, acc);
     }
     b = grouped;
+    // The blocks after the last whole group (a Q4_1 row of 576 has 18) one at
+    // a time, all of a block's scales in one 128-bit conversion: a pass with
+    // masked loads over them, or one conversion per scale, took longer.
+    for (; b < nblocks; ++b) {
+      float own[NR * Q::kScales];  // row j's scale i at own[j * kScales + i]
+#pragma GCC unroll 8
+      for (int j = 0; j < NR; ++j) {
+        uint32_t h;  // the block's first two f16s (Q4_0, Q8_0: its scale and two weights)
+        std::memcpy(&h, w[j] + b * Q::kBytes, 4);
+        const __m128 f = _mm_cvtph_ps(_mm_cvtsi32_si128(static_cast<int>(h)));
+        if constexpr (Q::kScales == 2) {
+          _mm_storel_pi(reinterpret_cast<__m64*>(own + 2 * j), f);
+        } else {
+          _mm_store_ss(own + j, f);
+        }
+      }
+      tile_step<Q, MR, NR, true>(x, w, prefetch, b, own, 1, acc);
+    }
   }
-  for (; b < nblocks; ++b) tile_step<Q, MR, NR>(x, w, prefetch, b, nullptr, 0, acc);
+  for (; b < nblocks; ++b) tile_step<Q, MR, NR, false>(x, w, prefetch, b, nullptr, 0, acc);
   StoreF32::all<MR * NR, NR>(acc, a);
 }
 
