@@ -114,6 +114,11 @@ NNSIGHT_AVX512_INLINE __m512 add_broadcast(__m512 a, const float* p) {
   asm("vaddps %2%{1to16%}, %1, %0" : "=v"(r) : "v"(a), "m"(*p));
   return r;
 }
+NNSIGHT_AVX512_INLINE __m512 sub_broadcast(__m512 a, const float* p) {
+  __m512 r;
+  asm("vsubps %2%{1to16%}, %1, %0" : "=v"(r) : "v"(a), "m"(*p));
+  return r;
+}
 
 // 16 bytes -> 16 x int32 (zero-extended).
 NNSIGHT_AVX512_INLINE __m512i bytes16(const uint8_t* p) {
@@ -125,8 +130,9 @@ NNSIGHT_AVX512_INLINE __m512i bytes16(const uint8_t* p) {
 // g-th kWidth weights in kWidth / 16 vectors w[0], w[1], ... A type whose
 // block starts with kScales > 0 f16 scales also has scales16(), converting
 // those of 16 blocks to float, and a load() that takes them so converted (the
-// fused tile's scale pass, fused_tile below); group<true> is then called on
-// the state that load() made.
+// fused tile's scale pass, fused_tile below). group<true> runs in the tiles
+// of at most kScaleMaxRows x rows (with those converted scales, where the
+// type has them): it takes the scales from memory inside the operations.
 
 struct Q4_0 {
   static constexpr int kBlock = 32, kBytes = 18, kWidth = 32, kScales = 1;
@@ -236,7 +242,8 @@ struct Q8_0 {
     s.s = sc;
     s.qs = reinterpret_cast<const int8_t*>(b + 2);
   }
-  // kConverted: the state came from the second load().
+  // kConverted: the state came from the second load() (group<true> is
+  // called only on those: see kScaleMaxRows).
   template <bool kConverted = false>
   NNSIGHT_AVX512_INLINE static void group(const State& s, int, __m512* w) {
     const __m128i* p = reinterpret_cast<const __m128i*>(s.qs);
@@ -283,9 +290,18 @@ struct QK45 {
     s.qh = b + 16;
     s.qs = b + (kFive ? 48 : 16);
   }
+  // (d * scale) * q - dmin * min for q = first .. first + 15 of sub-block
+  // `sub`. (d * scale) * q is exact (11 x 6 x 5 bits), so either form rounds
+  // as the reference's multiply-then-subtract does; with few rows the
+  // broadcasts go inside the operations (see mul_broadcast).
+  template <bool kFewRows>
+  NNSIGHT_AVX512_INLINE static __m512 table(const State& s, int sub, float first) {
+    if constexpr (kFewRows) return sub_broadcast(mul_broadcast(iota_ps(first), &s.d[sub]), &s.m[sub]);
+    return _mm512_fmsub_ps(_mm512_set1_ps(s.d[sub]), iota_ps(first), _mm512_set1_ps(s.m[sub]));
+  }
   // Sub-blocks 2g (w[0], w[1]: low nibbles of bytes 32g .. 32g + 31) and 2g + 1
   // (w[2], w[3]: their high nibbles).
-  template <bool = false>
+  template <bool kFewRows = false>
   NNSIGHT_AVX512_INLINE static void group(const State& s, int g, __m512* w) {
     const uint8_t* p = s.qs + 32 * g;
     const __m512i lo0 = bytes16(p), lo1 = bytes16(p + 16);
@@ -293,14 +309,11 @@ struct QK45 {
 #pragma GCC unroll 2
     for (int h = 0; h < 2; ++h) {
       const int sub = 2 * g + h;
-      // (d * scale) * q is exact (11 x 6 x 5 bits): the FMA rounds as
-      // multiply-then-subtract does.
-      const __m512 d = _mm512_set1_ps(s.d[sub]), m = _mm512_set1_ps(s.m[sub]);
-      const __m512 lo = _mm512_fmsub_ps(d, iota_ps(0.f), m);
+      const __m512 lo = table<kFewRows>(s, sub, 0.f);
       w[2 * h] = _mm512_permutexvar_ps(z[2 * h], lo);
       w[2 * h + 1] = _mm512_permutexvar_ps(z[2 * h + 1], lo);
       if constexpr (kFive) {
-        const __m512 hi = _mm512_fmsub_ps(d, iota_ps(16.f), m);
+        const __m512 hi = table<kFewRows>(s, sub, 16.f);
         const __mmask32 bit = _mm256_test_epi8_mask(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(s.qh)),
                                                     _mm256_set1_epi8(static_cast<char>(1 << sub)));
         w[2 * h] = _mm512_mask_permutexvar_ps(w[2 * h], static_cast<__mmask16>(bit), z[2 * h], hi);
@@ -369,8 +382,21 @@ NNSIGHT_PACKED_TARGET void decode_row(const uint8_t* src, float* dst, int64_t n)
   }
 }
 
+// Blocks whose scales the tile converts beforehand, this many blocks of
+// every w row at a time (a multiple of 16).
+constexpr int64_t kScaleChunk = 64;
+// Up to this many x rows the tiles take a block's scales from memory (the
+// types with f16 scales at the head of their blocks convert them first, see
+// fused_tile) and broadcast them inside the operations that use them
+// (group<true>); with more, a block's scales are shared by enough rows that
+// converting them in the loop does not show, and both the pass and the
+// broadcasts from memory cost more than they save: at 8 rows, a decode
+// step's Q4_1 matmuls took 9 % longer with the pass, and one core's Q4_K
+// [512, 2048] 55 % longer with the broadcasts from memory.
+constexpr int kScaleMaxRows = 4;
+
 // One block of the fused tile: every x row times the block's weights of every w row.
-template <class Q, int MR, int NR, bool kConverted>
+template <class Q, int MR, int NR>
 NNSIGHT_AVX512_INLINE void tile_block(const float* const* x, const typename Q::State* s, int64_t b, __m512* acc) {
   // With all NR rows' decoded vectors held at once (when they fit in the 32
   // registers beside the accumulators), each x vector is loaded once for the
@@ -381,13 +407,14 @@ NNSIGHT_AVX512_INLINE void tile_block(const float* const* x, const typename Q::S
   // ms. Up to 4 rows GCC already kept x in registers.
   constexpr int kVectors = Q::kWidth / 16;
   constexpr bool kHoist = MR > 4 && MR * NR + NR * kVectors + 1 <= 32;
+  constexpr bool kFewRows = MR <= kScaleMaxRows;
 #pragma GCC unroll 8
   for (int g = 0; g < Q::kBlock / Q::kWidth; ++g) {
     const int64_t k = b * Q::kBlock + Q::kWidth * g;
     if constexpr (kHoist) {
       __m512 w[NR][kVectors];
 #pragma GCC unroll 8
-      for (int j = 0; j < NR; ++j) Q::template group<kConverted>(s[j], g, w[j]);
+      for (int j = 0; j < NR; ++j) Q::template group<kFewRows>(s[j], g, w[j]);
 #pragma GCC unroll 8
       for (int c = 0; c < kVectors; ++c) {
 #pragma GCC unroll 8
@@ -403,7 +430,7 @@ NNSIGHT_AVX512_INLINE void tile_block(const float* const* x, const typename Q::S
 #pragma GCC unroll 8
       for (int j = 0; j < NR; ++j) {
         __m512 w[kVectors];
-        Q::template group<kConverted>(s[j], g, w);
+        Q::template group<kFewRows>(s[j], g, w);
 #pragma GCC unroll 8
         for (int i = 0; i < MR; ++i) {
 #pragma GCC unroll 8
@@ -441,16 +468,8 @@ NNSIGHT_AVX512_INLINE void tile_step(const float* const* x, const uint8_t* const
       Q::load(blk, s[j]);
     }
   }
-  tile_block<Q, MR, NR, kConverted>(x, s, b, acc);
+  tile_block<Q, MR, NR>(x, s, b, acc);
 }
-
-// Blocks whose scales the tile converts beforehand, this many blocks of
-// every w row at a time (a multiple of 16).
-constexpr int64_t kScaleChunk = 64;
-// Up to this many x rows; with more, a block's scales are shared by enough
-// rows that converting them in the loop does not show (with the pass at 8
-// rows too, a decode step's Q4_1 matmuls at 8 rows took 9 % longer).
-constexpr int kScaleMaxRows = 4;
 
 template <class Q, int MR, int NR>
 NNSIGHT_PACKED_TARGET void fused_tile(const TileArgs& a) {
@@ -505,8 +524,9 @@ NNSIGHT_PACKED_TARGET void fused_tile(const TileArgs& a) {
       }
       tile_step<Q, MR, NR, true>(x, w, prefetch, b, own, 1, acc);
     }
+  } else {
+    for (; b < nblocks; ++b) tile_step<Q, MR, NR, false>(x, w, prefetch, b, nullptr, 0, acc);
   }
-  for (; b < nblocks; ++b) tile_step<Q, MR, NR, false>(x, w, prefetch, b, nullptr, 0, acc);
   StoreF32::all<MR * NR, NR>(acc, a);
 }
 
