@@ -342,7 +342,7 @@ struct Q6_K {
   // (q / 2 ? high : low) of ql[64 g + 32 (q % 2) + l] with bits 2q..2q+1 of
   // qh[32 g + l] above it, minus 32. The 6-bit values of a whole half are
   // built 64 at a time in bytes, then widened 16 at a time.
-  template <bool = false>
+  template <bool kFewRows = false>
   NNSIGHT_AVX512_INLINE static void group(const State& s, int g, __m512* w) {
     const __m512i ql = _mm512_loadu_si512(s.b + 64 * g);
     const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s.b + 128 + 32 * g));
@@ -361,7 +361,9 @@ struct Q6_K {
                         : c % 4 == 1 ? _mm512_extracti32x4_epi32(v[c / 4], 1)
                         : c % 4 == 2 ? _mm512_extracti32x4_epi32(v[c / 4], 2)
                                      : _mm512_extracti32x4_epi32(v[c / 4], 3);
-      w[c] = _mm512_mul_ps(_mm512_set1_ps(s.ds[8 * g + c]), _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q)));
+      const __m512 qf = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q));
+      // With few rows the scale's broadcast goes inside the multiply (see mul_broadcast).
+      w[c] = kFewRows ? mul_broadcast(qf, &s.ds[8 * g + c]) : _mm512_mul_ps(_mm512_set1_ps(s.ds[8 * g + c]), qf);
     }
   }
 };
