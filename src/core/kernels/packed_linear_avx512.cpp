@@ -97,13 +97,14 @@ NNSIGHT_AVX512_INLINE void head_scales(const uint8_t* b, float* sc, int64_t stri
   if constexpr (kScales > 1) _mm512_storeu_ps(sc + stride, _mm512_cvtph_ps(_mm512_extracti64x4_epi64(r, 1)));
 }
 
-// a * (the float at p, in every lane) and a + (the float at p): the
-// multiply-add of a table made of two operations whose broadcasts are folded
-// into them. On Zen 4 a broadcast into a register takes a shuffle pipe, the
-// pipes the table lookups are bound by, and an FMA takes a multiply pipe; the
-// add runs beside both. Written in asm because GCC fuses the two into an FMA
-// and keeps one of the broadcasts. d * q is exact in float for every type that
-// uses these (11 x 6 bits at most), so the add rounds exactly as an FMA would.
+// a times, plus or minus the float at p (in every lane), the broadcast folded
+// into the operation. On Zen 4 a broadcast into a register takes a shuffle
+// pipe, the pipes the table lookups are bound by; folded, it takes none. A
+// table d * q + m is then a multiply and an add (an FMA takes a multiply pipe
+// too; the add runs beside the others): d * q is exact for every type that
+// builds one (11 x 6 x 5 bits at most), so the add rounds exactly as the FMA
+// and as the reference's multiply-then-add. Written in asm because GCC fuses
+// a multiply and an add into an FMA and keeps one broadcast in a register.
 NNSIGHT_AVX512_INLINE __m512 mul_broadcast(__m512 a, const float* p) {
   __m512 r;
   asm("vmulps %2%{1to16%}, %1, %0" : "=v"(r) : "v"(a), "m"(*p));
@@ -494,9 +495,10 @@ NNSIGHT_PACKED_TARGET void fused_tile(const TileArgs& a) {
     // largest part of a Q4_1 tile's vector work at one row after the
     // multiply-adds. Same values, so the same bits.
     //
-    // Whole groups of 16 blocks by scales16, a chunk at a time: one core, a
-    // Q4_1 [576, 1536] matrix at one row: 47 -> 42.6 us with the folded
-    // broadcasts, 22 % more with the per-block conversions.
+    // Whole groups of 16 blocks by scales16, a chunk at a time. One core, a
+    // Q4_1 [576, 1536] matrix at one row: 47.3 -> 42.6 us with the
+    // broadcasts folded (it was one broadcast into a register and one folded
+    // into an FMA).
     float sc[NR][Q::kScales][kScaleChunk];
     const int64_t grouped = nblocks / 16 * 16;
     for (; b < grouped; b += kScaleChunk) {
