@@ -149,7 +149,7 @@ struct Q4_0 {
     head_scales<kBytes, kScales>(b, sc, stride);
   }
   NNSIGHT_AVX512_INLINE static void load(const uint8_t* b, const float* sc, int64_t, State& s) {
-    s.table = _mm512_mul_ps(_mm512_set1_ps(sc[0]), iota_ps(-8.f));
+    s.table = mul_broadcast(iota_ps(-8.f), sc);
     s.qs = b + 2;
   }
   template <bool = false>
