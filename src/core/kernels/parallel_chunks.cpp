@@ -28,13 +28,23 @@ namespace {
 // few enough that claiming (one atomic on a shared cache line) stays cheap.
 constexpr int64_t kChunksPerThread = 4;
 
+// Each thread's chunks lie side by side (its home range, one claim word per
+// range); a thread whose range is done takes chunks from the others' ranges.
+// With one shared counter the threads took chunks in turn (0, 1, 2, ... to
+// whoever came first), so each thread's chunks were apart: every chunk began
+// a new stream from memory (the hardware prefetchers and the kernels' own
+// prefetch, which runs past a chunk's end into the chunk after it, started
+// over). Batch-1 decode of the default model with packed weights, median of
+// 10 alternating runs: 158 -> 175 tokens/s.
+constexpr int kMaxRanges = 256;
+
 // An idle worker polls for this long before it sleeps. Between the kernels of
 // one decode step the gaps are a few to a few tens of microseconds; a worker
 // asleep is woken by the caller (a futex call) and joins late, never delaying it.
 constexpr auto kSpin = std::chrono::microseconds(100);
 
-// The claim word: generation (16 bits) | chunk count (24) | next chunk (24).
-// A worker claims chunk `next` by one compare-and-swap of the whole word, so
+// A range's claim word: generation (16 bits) | end chunk (24) | next chunk
+// (24). A thread claims chunk `next` by one compare-and-swap of the whole word, so
 // it can never take a chunk of a job other than the one it read, and it reads
 // the job's function only after claiming (the caller cannot have moved on
 // while a claimed chunk is not done).
@@ -96,7 +106,14 @@ class Pool {
     chunk_ = chunk;
     done_.store(0, std::memory_order_relaxed);
     gen_ = (gen_ + 1) & 0xFFFF;
-    word_.store(make_word(gen_, static_cast<uint64_t>(n), 0), std::memory_order_seq_cst);
+    // Range r: chunks [r * n / R, (r + 1) * n / R). Ranges past R were left
+    // empty by the job that used them (its caller claimed every chunk).
+    const int r_count = static_cast<int>(std::min<int64_t>({threads, n, kMaxRanges}));
+    if (r_count > ranges_used_.load(std::memory_order_relaxed)) ranges_used_.store(r_count, std::memory_order_relaxed);
+    for (int r = r_count - 1; r >= 0; --r) {
+      const auto first = static_cast<uint64_t>(r * n / r_count), last = static_cast<uint64_t>((r + 1) * n / r_count);
+      ranges_[r].word.store(make_word(gen_, last, first), std::memory_order_seq_cst);
+    }
     if (sleepers_.load(std::memory_order_seq_cst) > 0) {
       {
         std::lock_guard<std::mutex> lk(sleep_mutex_);
@@ -105,7 +122,7 @@ class Pool {
       wake_cv_.notify_all();
     }
     t_in_pool = true;
-    while (claim_and_run()) {
+    while (claim_and_run(0)) {
     }
     t_in_pool = false;
     // Chunks claimed by workers that are still running (or descheduled).
@@ -122,22 +139,32 @@ class Pool {
   int64_t threads_started() const { return started_.load(); }
 
  private:
-  // Claims one chunk of the current job and runs it; false when none is left.
-  bool claim_and_run() {
-    uint64_t w = word_.load(std::memory_order_acquire);
-    for (;;) {
-      if (word_next(w) >= word_count(w)) return false;
-      if (word_.compare_exchange_weak(w, w + 1, std::memory_order_acq_rel, std::memory_order_acquire)) break;
+  // Claims one chunk of the current job, from range `home` first, and runs
+  // it; false when none is left in any range.
+  bool claim_and_run(int home) {
+    const int r_count = ranges_used_.load(std::memory_order_acquire);
+    for (int k = 0; k < r_count; ++k) {
+      std::atomic<uint64_t>& word = ranges_[(home + k) % r_count].word;
+      uint64_t w = word.load(std::memory_order_acquire);
+      while (word_next(w) < word_count(w)) {
+        if (word.compare_exchange_weak(w, w + 1, std::memory_order_acq_rel, std::memory_order_acquire)) {
+          const int64_t b = begin_ + static_cast<int64_t>(word_next(w)) * chunk_;
+          fn_(ctx_, b, std::min(end_, b + chunk_));
+          done_.fetch_add(1, std::memory_order_release);
+          return true;
+        }
+      }
     }
-    const int64_t b = begin_ + static_cast<int64_t>(word_next(w)) * chunk_;
-    fn_(ctx_, b, std::min(end_, b + chunk_));
-    done_.fetch_add(1, std::memory_order_release);
-    return true;
+    return false;
   }
 
   bool claimable() const {
-    const uint64_t w = word_.load(std::memory_order_seq_cst);
-    return word_next(w) < word_count(w);
+    const int r_count = ranges_used_.load(std::memory_order_acquire);
+    for (int r = 0; r < r_count; ++r) {
+      const uint64_t w = ranges_[r].word.load(std::memory_order_seq_cst);
+      if (word_next(w) < word_count(w)) return true;
+    }
+    return false;
   }
 
   void ensure_workers(int wanted) {
@@ -157,7 +184,7 @@ class Pool {
       auto deadline = std::chrono::steady_clock::now() + kSpin;
       for (int i = 0;; ++i) {
         if (index < active_workers_.load(std::memory_order_relaxed) && claimable()) {
-          while (claim_and_run()) {
+          while (claim_and_run(index + 1)) {
           }
           deadline = std::chrono::steady_clock::now() + kSpin;
         }
@@ -176,12 +203,16 @@ class Pool {
   }
 
   std::mutex caller_mutex_;  // one caller at a time
-  // The current job; written by the caller before word_ publishes it.
+  // The current job; written by the caller before the range words publish it.
   detail::ChunkFn fn_ = nullptr;
   void* ctx_ = nullptr;
   int64_t begin_ = 0, end_ = 0, chunk_ = 1;
   uint64_t gen_ = 0;
-  alignas(64) std::atomic<uint64_t> word_{0};
+  struct alignas(64) Range {
+    std::atomic<uint64_t> word{0};  // generation | end chunk | next chunk
+  };
+  Range ranges_[kMaxRanges];
+  std::atomic<int> ranges_used_{0};  // the most ranges a job has used
   alignas(64) std::atomic<int64_t> done_{0};
   alignas(64) std::atomic<int> sleepers_{0};
   std::atomic<int> active_workers_{0};
