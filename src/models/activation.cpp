@@ -4,6 +4,8 @@
 
 #include <nnsight/error.hpp>
 
+#include "core/kernels/silu.h"
+
 namespace nnsight {
 
 namespace {
@@ -36,7 +38,7 @@ at::Tensor Activation::forward(const at::Tensor& x) {
   return invoke(x, [&](const at::Tensor& in) {
     switch (kind_) {
       case Kind::kSiLU:
-        return at::silu(in);
+        return kernels::silu(in);
       case Kind::kGeluTanh:
         return at::gelu(in, "tanh");
       case Kind::kGelu:
@@ -46,6 +48,11 @@ at::Tensor Activation::forward(const at::Tensor& x) {
     }
     return in;
   });
+}
+
+at::Tensor Activation::forward_gated(const at::Tensor& gate, const at::Tensor& up) {
+  if (kind_ == Kind::kSiLU && !has_hooks()) return kernels::silu_mul(gate, up);
+  return forward(gate) * up;
 }
 
 }  // namespace nnsight

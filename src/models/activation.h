@@ -17,6 +17,10 @@ class Activation : public Module {
   static Kind parse(const std::string& name);
   explicit Activation(Kind kind);
   at::Tensor forward(const at::Tensor& x);
+  // act(gate) * up: with no hooks on this module, a SiLU's in one pass
+  // (kernels::silu_mul, the same bits as forward(gate) * up); otherwise
+  // through forward, so hooks see the activation as always.
+  at::Tensor forward_gated(const at::Tensor& gate, const at::Tensor& up);
   bool callable() const override { return true; }
   at::Tensor call(const at::Tensor& x) override { return forward(x); }
 

@@ -216,9 +216,11 @@ at::Tensor GatedMLP::forward(const at::Tensor& x) {
   return invoke(x, [&](const at::Tensor& h) {
     if (gate_up_proj) {
       at::Tensor gu = gate_up_proj->forward(h);  // [T, 2 * local]
-      return down_proj->forward(act_fn->forward(gu.narrow(1, 0, local_cols_)) * gu.narrow(1, local_cols_, local_cols_));
+      return down_proj->forward(
+          act_fn->forward_gated(gu.narrow(1, 0, local_cols_), gu.narrow(1, local_cols_, local_cols_)));
     }
-    return down_proj->forward(act_fn->forward(gate_proj->forward(h)) * up_proj->forward(h));
+    const at::Tensor gate = gate_proj->forward(h);  // before up_proj: hooks fire in Hugging Face's order
+    return down_proj->forward(act_fn->forward_gated(gate, up_proj->forward(h)));
   });
 }
 

@@ -53,10 +53,14 @@ at::Tensor LlamaAttention::forward(const at::Tensor& x, const batching::BatchMet
   return invoke(x, [&](const at::Tensor& h) {
     const int64_t t = h.size(0);
     const std::vector<at::Tensor> qkv = tp::forward_together(h, {q_proj.get(), k_proj.get(), v_proj.get()});
-    at::Tensor q = qkv[0].reshape({t, local_heads_, head_dim_}).clone();     // [T, heads, d]
-    at::Tensor k = qkv[1].reshape({t, local_kv_heads_, head_dim_}).clone();  // [T, kv, d]
+    at::Tensor q = qkv[0].reshape({t, local_heads_, head_dim_});     // [T, heads, d]
+    at::Tensor k = qkv[1].reshape({t, local_kv_heads_, head_dim_});  // [T, kv, d]
     at::Tensor v = qkv[2].reshape({t, local_kv_heads_, head_dim_});
-    // Rotated copies: the projections' outputs stay as hooks saw them.
+    // Rotated copies where hooks saw the projections' outputs (those stay as
+    // the hooks saw them); otherwise no one else holds the outputs, and they
+    // are rotated in place (two copies fewer per layer and step).
+    if (q_proj->has_hooks()) q = q.clone();
+    if (k_proj->has_hooks()) k = k.clone();
     rotary_->apply_(q, meta.positions);
     rotary_->apply_(k, meta.positions);
     at::Tensor o = kernels::attend(q, k, v, kv, meta, scale_, options_);  // [T, heads, d]
@@ -84,7 +88,7 @@ LlamaMLP::LlamaMLP(const ModelConfig& cfg, const tp::ParallelContext& ctx, const
 at::Tensor LlamaMLP::forward(const at::Tensor& x) {
   return invoke(x, [&](const at::Tensor& h) {
     const std::vector<at::Tensor> gu = tp::forward_together(h, {gate_proj.get(), up_proj.get()});
-    return down_proj->forward(act_fn->forward(gu[0]) * gu[1]);
+    return down_proj->forward(act_fn->forward_gated(gu[0], gu[1]));
   });
 }
 

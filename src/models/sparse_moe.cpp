@@ -27,9 +27,10 @@ MoeExpert::MoeExpert(const ModelConfig& cfg, const tp::ParallelContext& ctx, con
 }
 
 at::Tensor MoeExpert::forward(const at::Tensor& rows, const at::Tensor& tokens) {
-  *row_tokens_ = tokens;                          // read by traces while this forward runs
-  return invoke(rows, [&](const at::Tensor& h) {  // [n, hidden]
-    return down_proj->forward(act_fn->forward(gate_proj->forward(h)) * up_proj->forward(h));
+  *row_tokens_ = tokens;                            // read by traces while this forward runs
+  return invoke(rows, [&](const at::Tensor& h) {    // [n, hidden]
+    const at::Tensor gate = gate_proj->forward(h);  // before up_proj: hooks fire in Hugging Face's order
+    return down_proj->forward(act_fn->forward_gated(gate, up_proj->forward(h)));
   });
 }
 

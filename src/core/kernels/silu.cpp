@@ -1,0 +1,86 @@
+#include "core/kernels/silu.h"
+
+#include <dlfcn.h>
+
+#include "core/kernels/cpu_features.h"
+#include "core/kernels/kernel_gradients.h"
+#include "core/kernels/parallel_chunks.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define NNSIGHT_SILU_AVX512 __attribute__((target("avx512f")))
+#endif
+
+namespace nnsight::kernels {
+
+namespace {
+
+#if defined(NNSIGHT_SILU_AVX512)
+using Exp16 = __m512 (*)(__m512);
+
+// SLEEF's expf16_u10 where LibTorch loaded it (Debian's LibTorch links the
+// shared libsleef); nullptr where it is not visible (a LibTorch with SLEEF
+// linked in statically hides it).
+Exp16 sleef_exp16() {
+  static const Exp16 f = [] {
+    if (!cpu_features().avx512) return Exp16(nullptr);
+    return reinterpret_cast<Exp16>(dlsym(RTLD_DEFAULT, "Sleef_expf16_u10"));
+  }();
+  return f;
+}
+
+// out[i] = x[i] / (1 + exp(-x[i])) (times up[i] when up is given), for one row of n.
+NNSIGHT_SILU_AVX512 void silu_row(Exp16 exp16, const float* x, const float* up, float* out, int64_t n) {
+  const __m512 one = _mm512_set1_ps(1.f);
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 m = n - i >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << (n - i)) - 1u);
+    const __m512 v = _mm512_maskz_loadu_ps(m, x + i);
+    __m512 s = _mm512_div_ps(v, _mm512_add_ps(one, exp16(_mm512_sub_ps(_mm512_setzero_ps(), v))));
+    if (up != nullptr) s = _mm512_mul_ps(s, _mm512_maskz_loadu_ps(m, up + i));
+    _mm512_mask_storeu_ps(out + i, m, s);
+  }
+}
+#endif
+
+bool own_path(const at::Tensor& x) {
+#if defined(NNSIGHT_SILU_AVX512)
+  return sleef_exp16() != nullptr && x.device().is_cpu() && x.scalar_type() == at::kFloat && x.is_contiguous() &&
+         x.dim() >= 1 && !records_grad(x);
+#else
+  (void)x;
+  return false;
+#endif
+}
+
+at::Tensor run(const at::Tensor& x, const at::Tensor* up) {
+  at::Tensor out = at::empty_like(x);
+#if defined(NNSIGHT_SILU_AVX512)
+  const int64_t n = x.size(-1), rows = n == 0 ? 0 : x.numel() / n;
+  const float* xp = x.data_ptr<float>();
+  const float* up_p = up != nullptr ? up->data_ptr<float>() : nullptr;
+  float* op = out.data_ptr<float>();
+  const Exp16 exp16 = sleef_exp16();
+  // Rows of a prefill are shared out; a decode step's one row runs here.
+  kernels::parallel_for(0, rows, std::max<int64_t>(1, 16384 / std::max<int64_t>(n, 1)), [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r)
+      silu_row(exp16, xp + r * n, up_p != nullptr ? up_p + r * n : nullptr, op + r * n, n);
+  });
+#else
+  (void)up;
+#endif
+  return out;
+}
+
+}  // namespace
+
+at::Tensor silu(const at::Tensor& x) {
+  if (!own_path(x)) return at::silu(x);
+  return run(x, nullptr);
+}
+
+at::Tensor silu_mul(const at::Tensor& gate, const at::Tensor& up) {
+  if (!own_path(gate) || !own_path(up) || !gate.sizes().equals(up.sizes())) return at::silu(gate) * up;
+  return run(gate, &up);
+}
+
+}  // namespace nnsight::kernels
