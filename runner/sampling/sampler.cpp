@@ -5,6 +5,8 @@
 
 #include <limits>
 
+#include "runner/sampling/greedy.h"
+
 namespace nnsight::runner {
 
 namespace {
@@ -62,7 +64,7 @@ SamplerOutput sample(const at::Tensor& logits, const std::vector<SamplingRow>& r
               "sample: expected [rows, vocab] logits, one row per SamplingRow");
   at::Tensor cpu = logits.to(at::kCPU, at::kFloat).contiguous();
   SamplerOutput out;
-  out.tokens = cpu.size(0) > 0 ? cpu.argmax(1) : at::empty({0}, at::kLong);  // greedy for every row
+  out.tokens = cpu.size(0) > 0 ? greedy_tokens(cpu) : at::empty({0}, at::kLong);  // greedy for every row
   auto* tok = out.tokens.data_ptr<int64_t>();
   out.logprobs.resize(rows.size());
   for (size_t i = 0; i < rows.size(); ++i) {
