@@ -6,6 +6,7 @@
 
 #include <nnsight/error.hpp>
 
+#include "core/kernels/add.h"
 #include "models/llama.h"
 #include "tp/sharding.h"
 
@@ -238,8 +239,8 @@ PreNormDecoderLayer::PreNormDecoderLayer(std::string type_name, std::shared_ptr<
 
 at::Tensor PreNormDecoderLayer::forward(const at::Tensor& x, const batching::BatchMeta& meta, KVCache& kv) {
   return invoke(x, [&](const at::Tensor& h) {
-    at::Tensor mid = h + self_attn->forward(input_layernorm->forward(h), meta, kv);
-    return mid + mlp->forward(post_attention_layernorm->forward(mid));
+    at::Tensor mid = kernels::add(h, self_attn->forward(input_layernorm->forward(h), meta, kv));
+    return kernels::add(mid, mlp->forward(post_attention_layernorm->forward(mid)));
   });
 }
 
