@@ -12,10 +12,11 @@
 // model spent about 40 % of its samples in OpenMP's barrier spin. oneTBB's
 // work-stealing join would not wait for idle threads, but it is not a
 // dependency of this project and would be a second pool beside LibTorch's
-// anyway; this is about 200 lines. Here the caller claims chunks from one
-// atomic counter exactly like the workers do, so a worker that is not running
-// takes no chunk and the caller simply does more of them; it returns as soon
-// as every chunk is done. Imbalance between threads evens out the same way.
+// anyway; this is about 200 lines. Here the caller claims chunks exactly like
+// the workers do (each thread from its own contiguous range first, then from
+// the others'), so a worker that is not running takes no chunk and the caller
+// simply does more of them; it returns as soon as every chunk is done.
+// Imbalance between threads evens out the same way.
 //
 // Which thread runs which chunk varies from call to call: a kernel must
 // compute each output element inside one chunk, in an order that does not
