@@ -273,6 +273,45 @@ TEST_P(HfFixture, AblationAtHuggingFacePathMatchesTransformers) {
   EXPECT_GT(rel_diff(ref.get("logits.0"), want), 1e-2) << arch;
 }
 
+// Hooks that only read change no bit: the paths that skip work when nothing
+// watches (the SiLU-gated product in one pass, q and k rotated in place)
+// compute what the hooked paths do.
+TEST_P(HfFixture, ReadOnlyHooksChangeNoBit) {
+  at::NoGradGuard no_grad;
+  const std::string arch = GetParam();
+  Reference ref(arch);
+  auto model = load(arch);
+  at::Tensor ids = ref.get("ids.0");
+  auto prefill = [&] {
+    PagedRun run(*model);
+    std::vector<PagedRun::Seq> seqs(1);
+    seqs[0].tokens.assign(ids.data_ptr<int64_t>(), ids.data_ptr<int64_t>() + ids.numel());
+    return run.step(seqs, {ids.numel()}, {}).logits;  // [len, vocab]
+  };
+  const at::Tensor plain = prefill();
+  std::vector<HookHandle> handles;
+  int64_t seen = 0;
+  for (auto& [path, m] : model->named_hookable_modules()) {
+    // Activations and the projections that feed the rotary (Phi-3's and
+    // GPT-NeoX's fused ones included), as each architecture names them.
+    bool watched = false;
+    for (const std::string suffix :
+         {".act_fn", ".act", ".activation_fn", ".q_proj", ".k_proj", ".qkv_proj", ".query_key_value"})
+      watched = watched ||
+                (path.size() > suffix.size() && path.compare(path.size() - suffix.size(), suffix.size(), suffix) == 0);
+    if (!watched) continue;
+    handles.push_back(m->register_forward_hook([&seen](Module&, const ModuleIO&, const ModuleIO& o) {
+      seen += o.is_tuple() ? 0 : o.tensor().numel();
+      return std::optional<ModuleIO>();
+    }));
+  }
+  const at::Tensor hooked = prefill();
+  for (auto& h : handles) h.remove();
+  EXPECT_GT(seen, 0) << arch << ": no activation or q / k projection was hooked";
+  EXPECT_TRUE(at::equal(plain, hooked)) << arch << ": read-only hooks changed the logits by "
+                                        << (plain - hooked).abs().max().item<double>();
+}
+
 TEST_P(HfFixture, TensorParallelTwoRanksEqualsOne) {
   at::NoGradGuard no_grad;
   const std::string arch = GetParam();
