@@ -149,6 +149,14 @@ std::shared_ptr<CausalLM> load(const std::string& arch, const tp::ParallelContex
 
 class HfFixture : public ::testing::TestWithParam<std::string> {};
 
+// One sequence's whole prompt in one step: the logits of every position.
+at::Tensor prefill_logits(CausalLM& model, const at::Tensor& ids) {
+  PagedRun run(model);
+  std::vector<PagedRun::Seq> seqs(1);
+  seqs[0].tokens.assign(ids.data_ptr<int64_t>(), ids.data_ptr<int64_t>() + ids.numel());
+  return run.step(seqs, {ids.numel()}, {}).logits;  // [len, vocab]
+}
+
 TEST_P(HfFixture, MixedPagedBatchMatchesTransformers) {
   at::NoGradGuard no_grad;
   const std::string arch = GetParam();
@@ -236,12 +244,7 @@ TEST_P(HfFixture, AblationAtHuggingFacePathMatchesTransformers) {
   Reference ref(arch);
   auto model = load(arch);
   at::Tensor ids = ref.get("ids.0");
-  auto prefill = [&] {
-    PagedRun run(*model);
-    std::vector<PagedRun::Seq> seqs(1);
-    seqs[0].tokens.assign(ids.data_ptr<int64_t>(), ids.data_ptr<int64_t>() + ids.numel());
-    return run.step(seqs, {ids.numel()}, {}).logits;  // [len, vocab]
-  };
+  auto prefill = [&] { return prefill_logits(*model, ids); };
   // Router logits (MoE): the gate's output as a hook sees it, on the unablated model.
   const std::string router_path = ref.meta("router");
   if (!router_path.empty()) {
@@ -279,16 +282,9 @@ TEST_P(HfFixture, AblationAtHuggingFacePathMatchesTransformers) {
 TEST_P(HfFixture, ReadOnlyHooksChangeNoBit) {
   at::NoGradGuard no_grad;
   const std::string arch = GetParam();
-  Reference ref(arch);
+  const at::Tensor ids = Reference(arch).get("ids.0");
   auto model = load(arch);
-  at::Tensor ids = ref.get("ids.0");
-  auto prefill = [&] {
-    PagedRun run(*model);
-    std::vector<PagedRun::Seq> seqs(1);
-    seqs[0].tokens.assign(ids.data_ptr<int64_t>(), ids.data_ptr<int64_t>() + ids.numel());
-    return run.step(seqs, {ids.numel()}, {}).logits;  // [len, vocab]
-  };
-  const at::Tensor plain = prefill();
+  const at::Tensor plain = prefill_logits(*model, ids);
   std::vector<HookHandle> handles;
   int64_t seen = 0;
   for (auto& [path, m] : model->named_hookable_modules()) {
@@ -305,7 +301,7 @@ TEST_P(HfFixture, ReadOnlyHooksChangeNoBit) {
       return std::optional<ModuleIO>();
     }));
   }
-  const at::Tensor hooked = prefill();
+  const at::Tensor hooked = prefill_logits(*model, ids);
   for (auto& h : handles) h.remove();
   EXPECT_GT(seen, 0) << arch << ": no activation or q / k projection was hooked";
   EXPECT_TRUE(at::equal(plain, hooked)) << arch << ": read-only hooks changed the logits by "
