@@ -137,14 +137,21 @@ at::Tensor RotaryAttention::forward(const at::Tensor& x, const batching::BatchMe
   return invoke(x, [&](const at::Tensor& h) {
     const int64_t t = h.size(0), d = head_dim_;
     at::Tensor q, k, v;  // [T, local heads, d], [T, local kv heads, d] x 2
+    // The modules whose outputs q and k are (or are views of): hooks may hold those.
+    const Module* q_from = fused.get();
+    const Module* k_from = fused.get();
     switch (spec_.qkv) {
       case AttentionSpec::Qkv::kSeparate: {
         q = q_proj->forward(h);  // [T, local_heads * d], or [T, heads * d] when gathered
         k = k_proj->forward(h);
         v = v_proj->forward(h);
+        q_from = q_proj.get();
+        k_from = k_proj.get();
         if (spec_.qk_norm == AttentionSpec::QkNorm::kWhole) {
           q = q_norm->forward(q);
           k = k_norm->forward(k);
+          q_from = q_norm.get();
+          k_from = k_norm.get();
           if (!ctx_.single()) {
             q = take_local(q, heads_.scaled(d), ctx_.rank());
             k = take_local(k, kv_.scaled(d), ctx_.rank());
@@ -173,10 +180,14 @@ at::Tensor RotaryAttention::forward(const at::Tensor& x, const batching::BatchMe
     if (spec_.qk_norm == AttentionSpec::QkNorm::kPerHead) {
       q = q_norm->forward(q);
       k = k_norm->forward(k);
+      q_from = q_norm.get();
+      k_from = k_norm.get();
     }
-    // Rotated copies: the values hooks saw stay as they were.
-    q = q.clone(at::MemoryFormat::Contiguous);
-    k = k.clone(at::MemoryFormat::Contiguous);
+    // Rotated copies where a hook saw the tensors (the values it saw stay as
+    // they were) or where they are strided views; otherwise no one else holds
+    // them, and they are rotated in place (two copies fewer per layer and step).
+    if (q_from->has_hooks() || !q.is_contiguous()) q = q.clone(at::MemoryFormat::Contiguous);
+    if (k_from->has_hooks() || !k.is_contiguous()) k = k.clone(at::MemoryFormat::Contiguous);
     spec_.rotary->apply_(q, meta.positions);
     spec_.rotary->apply_(k, meta.positions);
     at::Tensor o = kernels::attend(q, k, v, kv, meta, spec_.scale, spec_.options);  // [T, heads, d]

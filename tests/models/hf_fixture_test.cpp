@@ -277,8 +277,9 @@ TEST_P(HfFixture, AblationAtHuggingFacePathMatchesTransformers) {
 }
 
 // Hooks that only read change no bit: the paths that skip work when nothing
-// watches (the SiLU-gated product in one pass, q and k rotated in place)
-// compute what the hooked paths do.
+// watches (the SiLU-gated product in one pass, q and k rotated in place
+// without a copy, whichever module produced them) compute what the hooked
+// paths do.
 TEST_P(HfFixture, ReadOnlyHooksChangeNoBit) {
   at::NoGradGuard no_grad;
   const std::string arch = GetParam();
@@ -291,8 +292,8 @@ TEST_P(HfFixture, ReadOnlyHooksChangeNoBit) {
     // Activations and the projections that feed the rotary (Phi-3's and
     // GPT-NeoX's fused ones included), as each architecture names them.
     bool watched = false;
-    for (const std::string suffix :
-         {".act_fn", ".act", ".activation_fn", ".q_proj", ".k_proj", ".qkv_proj", ".query_key_value"})
+    for (const std::string suffix : {".act_fn", ".act", ".activation_fn", ".q_proj", ".k_proj", ".qkv_proj",
+                                     ".query_key_value", ".q_norm", ".k_norm"})
       watched = watched ||
                 (path.size() > suffix.size() && path.compare(path.size() - suffix.size(), suffix.size(), suffix) == 0);
     if (!watched) continue;

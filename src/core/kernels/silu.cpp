@@ -40,21 +40,14 @@ NNSIGHT_SILU_AVX512 void silu_row(Exp16 exp16, const float* x, const float* up, 
     _mm512_mask_storeu_ps(out + i, m, s);
   }
 }
-#endif
 
 bool own_path(const at::Tensor& x) {
-#if defined(NNSIGHT_SILU_AVX512)
   return sleef_exp16() != nullptr && x.device().is_cpu() && x.scalar_type() == at::kFloat && x.is_contiguous() &&
          x.dim() >= 1 && !records_grad(x);
-#else
-  (void)x;
-  return false;
-#endif
 }
 
 at::Tensor run(const at::Tensor& x, const at::Tensor* up) {
   at::Tensor out = at::empty_like(x);
-#if defined(NNSIGHT_SILU_AVX512)
   const int64_t n = x.size(-1), rows = n == 0 ? 0 : x.numel() / n;
   const float* xp = x.data_ptr<float>();
   const float* up_p = up != nullptr ? up->data_ptr<float>() : nullptr;
@@ -65,22 +58,24 @@ at::Tensor run(const at::Tensor& x, const at::Tensor* up) {
     for (int64_t r = r0; r < r1; ++r)
       silu_row(exp16, xp + r * n, up_p != nullptr ? up_p + r * n : nullptr, op + r * n, n);
   });
-#else
-  (void)up;
-#endif
   return out;
 }
+#endif
 
 }  // namespace
 
 at::Tensor silu(const at::Tensor& x) {
-  if (!own_path(x)) return at::silu(x);
-  return run(x, nullptr);
+#if defined(NNSIGHT_SILU_AVX512)
+  if (own_path(x)) return run(x, nullptr);
+#endif
+  return at::silu(x);
 }
 
 at::Tensor silu_mul(const at::Tensor& gate, const at::Tensor& up) {
-  if (!own_path(gate) || !own_path(up) || !gate.sizes().equals(up.sizes())) return at::silu(gate) * up;
-  return run(gate, &up);
+#if defined(NNSIGHT_SILU_AVX512)
+  if (own_path(gate) && own_path(up) && gate.sizes().equals(up.sizes())) return run(gate, &up);
+#endif
+  return at::silu(gate) * up;
 }
 
 }  // namespace nnsight::kernels
