@@ -3,8 +3,12 @@
 #include <cmath>
 
 #include "core/kernels/cpu_features.h"
+#include "core/kernels/lane_mask.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
+#if !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // GCC bug 105593 (_mm512_reduce_max_ps)
+#endif
 #include <immintrin.h>
 #define NNSIGHT_GREEDY_AVX512 __attribute__((target("avx512f")))
 #endif
@@ -18,7 +22,7 @@ NNSIGHT_GREEDY_AVX512 int64_t argmax_row(const float* p, int64_t n) {
   __m512 mx = _mm512_set1_ps(-INFINITY);
   __mmask16 nan = 0;
   for (int64_t i = 0; i < n; i += 16) {
-    const __mmask16 m = n - i >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << (n - i)) - 1u);
+    const __mmask16 m = kernels::lanes_below16(n - i);
     const __m512 v = _mm512_maskz_loadu_ps(m, p + i);
     nan |= _mm512_mask_cmp_ps_mask(m, v, v, _CMP_UNORD_Q);
     mx = _mm512_mask_max_ps(mx, m, mx, v);
@@ -27,7 +31,7 @@ NNSIGHT_GREEDY_AVX512 int64_t argmax_row(const float* p, int64_t n) {
   // as argmax's ordering does), or the first NaN.
   const float best = _mm512_reduce_max_ps(mx);
   for (int64_t i = 0; i < n; i += 16) {
-    const __mmask16 m = n - i >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << (n - i)) - 1u);
+    const __mmask16 m = kernels::lanes_below16(n - i);
     const __m512 v = _mm512_maskz_loadu_ps(m, p + i);
     const __mmask16 hit = nan != 0 ? _mm512_mask_cmp_ps_mask(m, v, v, _CMP_UNORD_Q)
                                    : _mm512_mask_cmp_ps_mask(m, v, _mm512_set1_ps(best), _CMP_EQ_OQ);

@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "core/kernels/cpu_features.h"
+#include "core/kernels/lane_mask.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #pragma GCC diagnostic ignored "-Wuninitialized"  // GCC bug 105593 (see linear_tiles_avx512.cpp)
@@ -148,9 +149,7 @@ NNSIGHT_ROW_AVX512 inline float hsum16(__m512 v) {
   return _mm_cvtss_f32(_mm_add_ss(s2, _mm_shuffle_ps(s2, s2, 1)));
 }
 
-NNSIGHT_ROW_AVX512 inline __mmask16 mask_below(int64_t n) {
-  return n >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << n) - 1u);
-}
+NNSIGHT_ROW_AVX512 inline __mmask16 mask_below(int64_t n) { return lanes_below16(n); }
 
 // Four rows at a time: four independent FMA chains instead of one whose
 // latency bound the loop (a decode step's attention spent most of its time

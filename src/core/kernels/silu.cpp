@@ -4,6 +4,7 @@
 
 #include "core/kernels/cpu_features.h"
 #include "core/kernels/kernel_gradients.h"
+#include "core/kernels/lane_mask.h"
 #include "core/kernels/parallel_chunks.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -33,7 +34,7 @@ Exp16 sleef_exp16() {
 NNSIGHT_SILU_AVX512 void silu_row(Exp16 exp16, const float* x, const float* up, float* out, int64_t n) {
   const __m512 one = _mm512_set1_ps(1.f);
   for (int64_t i = 0; i < n; i += 16) {
-    const __mmask16 m = n - i >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << (n - i)) - 1u);
+    const __mmask16 m = lanes_below16(n - i);
     const __m512 v = _mm512_maskz_loadu_ps(m, x + i);
     __m512 s = _mm512_div_ps(v, _mm512_add_ps(one, exp16(_mm512_sub_ps(_mm512_setzero_ps(), v))));
     if (up != nullptr) s = _mm512_mul_ps(s, _mm512_maskz_loadu_ps(m, up + i));
