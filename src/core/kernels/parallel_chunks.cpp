@@ -97,9 +97,18 @@ class Pool {
 
   // Runs the job with up to `threads` threads; false when another caller
   // holds the pool (the caller then runs the job itself).
-  bool run(int64_t begin, int64_t end, int64_t chunk, int threads, detail::ChunkFn fn, void* ctx) {
+  bool run(int64_t begin, int64_t end, int64_t chunk, int threads, detail::ChunkFn fn, void* ctx,
+           const WarmHint* warm) {
     std::unique_lock<std::mutex> caller(caller_mutex_, std::try_to_lock);
     if (!caller.owns_lock()) return false;
+    if (warm != nullptr && !warm->empty()) {
+      for (int i = 0; i < 2; ++i) {
+        warm_data_[i].store(static_cast<const char*>(warm->data[i]), std::memory_order_relaxed);
+        warm_bytes_[i].store(warm->bytes[i], std::memory_order_relaxed);
+      }
+      // Published with the job (the range words' stores below are seq_cst).
+      warm_gen_.fetch_add(1, std::memory_order_relaxed);
+    }
     ensure_workers(threads - 1);
     active_workers_.store(threads - 1, std::memory_order_relaxed);
     const int64_t n = (end - begin + chunk - 1) / chunk;
@@ -141,6 +150,7 @@ class Pool {
   }
 
   int64_t threads_started() const { return started_.load(); }
+  int64_t warmed_bytes() const { return warmed_.load(); }
 
  private:
   // Claims one chunk of the current job, from range `home` first, and runs
@@ -166,6 +176,34 @@ class Pool {
     return false;
   }
 
+  // The first worker's place in the current WarmHint.
+  struct WarmCursor {
+    uint64_t gen = 0;
+    int range = -1;  // the range being warmed (1, then 0); -1: done
+    int64_t offset = 0;
+  };
+
+  // Asks for the next few lines of the current hint; false when it is done.
+  bool warm_step(WarmCursor& c) {
+    constexpr int64_t kLines = 4;  // between two looks at whether a job has come
+    const uint64_t gen = warm_gen_.load(std::memory_order_relaxed);
+    if (gen != c.gen) c = WarmCursor{gen, 1, 0};
+    while (c.range >= 0) {
+      const char* p = warm_data_[c.range].load(std::memory_order_relaxed);
+      const int64_t n = warm_bytes_[c.range].load(std::memory_order_relaxed);
+      if (p == nullptr || c.offset >= n) {
+        --c.range;
+        c.offset = 0;
+        continue;
+      }
+      for (int64_t l = 0; l < kLines; ++l) __builtin_prefetch(p + c.offset + 64 * l, 0, 3);
+      c.offset += 64 * kLines;
+      warmed_.fetch_add(64 * kLines, std::memory_order_relaxed);
+      return true;
+    }
+    return false;
+  }
+
   bool claimable() const {
     const int r_count = ranges_used_.load(std::memory_order_acquire);
     for (int r = 0; r < r_count; ++r) {
@@ -187,6 +225,8 @@ class Pool {
   void work(int index) {
     t_in_pool = true;
     started_.fetch_add(1);
+    WarmCursor warm_cursor;
+    warm_cursor.gen = warm_gen_.load(std::memory_order_relaxed);
     for (;;) {
       // Poll for a chunk, then sleep until a caller publishes a job.
       auto deadline = std::chrono::steady_clock::now() + kSpin;
@@ -196,6 +236,7 @@ class Pool {
           }
           deadline = std::chrono::steady_clock::now() + kSpin;
         }
+        if (index == 0 && warm_step(warm_cursor)) continue;
         NNSIGHT_CPU_RELAX();
         if ((i & 63) == 0 && std::chrono::steady_clock::now() > deadline) break;
       }
@@ -230,6 +271,11 @@ class Pool {
   bool stop_ = false;      // guarded by sleep_mutex_
   std::atomic<int64_t> started_{0};
   std::vector<std::thread> threads_;
+  // The current WarmHint (generation, then where and how much per range).
+  alignas(64) std::atomic<uint64_t> warm_gen_{0};
+  std::atomic<const char*> warm_data_[2] = {};
+  std::atomic<int64_t> warm_bytes_[2] = {};
+  alignas(64) std::atomic<int64_t> warmed_{0};  // written by the first worker only
 };
 
 Pool& pool() {
@@ -242,7 +288,7 @@ Pool& pool() {
 
 namespace detail {
 
-void parallel_chunks(int64_t begin, int64_t end, int64_t grain, ChunkFn fn, void* ctx) {
+void parallel_chunks(int64_t begin, int64_t end, int64_t grain, ChunkFn fn, void* ctx, const WarmHint* warm) {
   if (end <= begin) return;
   grain = std::max<int64_t>(1, grain);
   const int64_t n = end - begin;
@@ -259,7 +305,7 @@ void parallel_chunks(int64_t begin, int64_t end, int64_t grain, ChunkFn fn, void
   const int64_t shares = std::min<int64_t>(threads, (n + grain - 1) / grain);
   const int64_t wanted = std::min<int64_t>({kChunksPerThread * shares, n, kMaxChunks});
   const int64_t chunk = (n + wanted - 1) / wanted;
-  if (!pool().run(begin, end, chunk, threads, fn, ctx)) fn(ctx, begin, end);
+  if (!pool().run(begin, end, chunk, threads, fn, ctx, warm)) fn(ctx, begin, end);
 }
 
 }  // namespace detail
@@ -282,5 +328,7 @@ SerialLibTorchScope::~SerialLibTorchScope() {
 }
 
 int64_t parallel_pool_threads_started() { return pool().threads_started(); }
+
+int64_t parallel_pool_warmed_bytes() { return pool().warmed_bytes(); }
 
 }  // namespace nnsight::kernels

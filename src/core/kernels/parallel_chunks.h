@@ -30,9 +30,23 @@
 
 namespace nnsight::kernels {
 
+// Memory the next job will read. While the caller runs the serial code
+// between two jobs (a decode step's norms, rotary, residual adds), the
+// pool's first worker, once no chunk of the current job is left, asks for
+// it with prefetches: the range its own share will start with first, then
+// the caller's. A later job without a hint leaves it in place; a new hint
+// replaces it. Only a hint: a prefetch of a stale or wrong address does not
+// fault, and nothing computed depends on it.
+struct WarmHint {
+  const void* data[2] = {nullptr, nullptr};  // [0] where the caller's share starts, [1] where the worker's does
+  int64_t bytes[2] = {0, 0};
+  bool empty() const { return bytes[0] <= 0 && bytes[1] <= 0; }
+};
+
 namespace detail {
 using ChunkFn = void (*)(void* ctx, int64_t begin, int64_t end);
-void parallel_chunks(int64_t begin, int64_t end, int64_t grain, ChunkFn fn, void* ctx);
+// warm: nullptr, or the hint for after this job (see WarmHint).
+void parallel_chunks(int64_t begin, int64_t end, int64_t grain, ChunkFn fn, void* ctx, const WarmHint* warm);
 }  // namespace detail
 
 // Calls f(b, e) on disjoint ranges covering [begin, end), on up to
@@ -47,7 +61,16 @@ void parallel_for(int64_t begin, int64_t end, int64_t grain, F&& f) {
   using Fn = std::remove_reference_t<F>;
   detail::parallel_chunks(
       begin, end, grain, [](void* ctx, int64_t b, int64_t e) { (*static_cast<Fn*>(ctx))(b, e); },
-      const_cast<void*>(static_cast<const void*>(&f)));
+      const_cast<void*>(static_cast<const void*>(&f)), nullptr);
+}
+
+// parallel_for, and then the pool's idle worker warms `next` (WarmHint).
+template <class F>
+void parallel_for_then_warm(int64_t begin, int64_t end, int64_t grain, const WarmHint& next, F&& f) {
+  using Fn = std::remove_reference_t<F>;
+  detail::parallel_chunks(
+      begin, end, grain, [](void* ctx, int64_t b, int64_t e) { (*static_cast<Fn*>(ctx))(b, e); },
+      const_cast<void*>(static_cast<const void*>(&f)), &next);
 }
 
 // While one lives on this thread, LibTorch's own operators called from it
@@ -74,5 +97,7 @@ class SerialLibTorchScope {
 
 // Threads that have run chunks for the pool (tests: whether the workers take part).
 int64_t parallel_pool_threads_started();
+// Bytes the pool's worker has asked for from WarmHints (tests: whether it warms).
+int64_t parallel_pool_warmed_bytes();
 
 }  // namespace nnsight::kernels

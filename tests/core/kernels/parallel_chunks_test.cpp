@@ -103,5 +103,34 @@ TEST(ParallelChunks, WorkersTakePart) {
   EXPECT_GE(kernels::parallel_pool_threads_started(), 1);
 }
 
+// A job's WarmHint is asked for by the idle worker after the job: every
+// byte of both ranges once, and the job's own work is done as without one.
+TEST(ParallelChunks, IdleWorkerWarmsTheHint) {
+  ThreadCount tc(2);
+  std::vector<char> next(size_t(192) << 10, 1);
+  kernels::WarmHint hint;
+  hint.data[0] = next.data();
+  hint.bytes[0] = 64 << 10;
+  hint.data[1] = next.data() + (64 << 10);
+  hint.bytes[1] = 128 << 10;
+  const int64_t before = kernels::parallel_pool_warmed_bytes();
+  int64_t warmed = 0;
+  // The worker may be asleep or not yet started at the first job; it warms
+  // once a job of its own has woken it. Bounded, not timed.
+  for (int round = 0; round < 200 && warmed < 192 << 10; ++round) {
+    std::atomic<int64_t> sum{0};
+    kernels::parallel_for_then_warm(0, 1000, 1, hint, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) sum.fetch_add(i);
+    });
+    ASSERT_EQ(sum.load(), int64_t(999) * 1000 / 2);
+    for (int wait = 0; wait < 100 && kernels::parallel_pool_warmed_bytes() - before < 192 << 10; ++wait)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    warmed = kernels::parallel_pool_warmed_bytes() - before;
+  }
+  EXPECT_GE(warmed, 192 << 10);
+  // Whole lines, one pass per hint: the same hint again adds at most two more passes.
+  EXPECT_EQ(warmed % 256, 0);
+}
+
 }  // namespace
 }  // namespace nnsight
