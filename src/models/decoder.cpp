@@ -9,6 +9,7 @@
 #include "core/kernels/add.h"
 #include "models/llama.h"
 #include "tp/sharding.h"
+#include "core/kernels/undispatched.h"
 
 namespace nnsight {
 
@@ -174,9 +175,9 @@ at::Tensor RotaryAttention::forward(const at::Tensor& x, const batching::BatchMe
         break;
       }
     }
-    q = q.reshape({t, local_heads_, d});
-    k = k.reshape({t, local_kv_heads_, d});
-    v = v.reshape({t, local_kv_heads_, d});
+    q = kernels::reshaped(q, {t, local_heads_, d});
+    k = kernels::reshaped(k, {t, local_kv_heads_, d});
+    v = kernels::reshaped(v, {t, local_kv_heads_, d});
     if (spec_.qk_norm == AttentionSpec::QkNorm::kPerHead) {
       q = q_norm->forward(q);
       k = k_norm->forward(k);
@@ -191,7 +192,7 @@ at::Tensor RotaryAttention::forward(const at::Tensor& x, const batching::BatchMe
     spec_.rotary->apply_(q, meta.positions);
     spec_.rotary->apply_(k, meta.positions);
     at::Tensor o = kernels::attend(q, k, v, kv, meta, spec_.scale, spec_.options);  // [T, heads, d]
-    return o_proj->forward(o.reshape({t, local_heads_ * d}));
+    return o_proj->forward(kernels::reshaped(o, {t, local_heads_ * d}));
   });
 }
 

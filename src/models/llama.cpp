@@ -9,6 +9,7 @@
 #include "core/kernels/add.h"
 #include "core/kernels/paged_attention.h"
 #include "tp/sharding.h"
+#include "core/kernels/undispatched.h"
 
 namespace nnsight {
 
@@ -54,9 +55,9 @@ at::Tensor LlamaAttention::forward(const at::Tensor& x, const batching::BatchMet
   return invoke(x, [&](const at::Tensor& h) {
     const int64_t t = h.size(0);
     const std::vector<at::Tensor> qkv = tp::forward_together(h, {q_proj.get(), k_proj.get(), v_proj.get()});
-    at::Tensor q = qkv[0].reshape({t, local_heads_, head_dim_});     // [T, heads, d]
-    at::Tensor k = qkv[1].reshape({t, local_kv_heads_, head_dim_});  // [T, kv, d]
-    at::Tensor v = qkv[2].reshape({t, local_kv_heads_, head_dim_});
+    at::Tensor q = kernels::reshaped(qkv[0], {t, local_heads_, head_dim_});     // [T, heads, d]
+    at::Tensor k = kernels::reshaped(qkv[1], {t, local_kv_heads_, head_dim_});  // [T, kv, d]
+    at::Tensor v = kernels::reshaped(qkv[2], {t, local_kv_heads_, head_dim_});
     // Rotated copies where hooks saw the projections' outputs (those stay as
     // the hooks saw them); otherwise no one else holds the outputs, and they
     // are rotated in place (two copies fewer per layer and step).
@@ -65,7 +66,7 @@ at::Tensor LlamaAttention::forward(const at::Tensor& x, const batching::BatchMet
     rotary_->apply_(q, meta.positions);
     rotary_->apply_(k, meta.positions);
     at::Tensor o = kernels::attend(q, k, v, kv, meta, scale_, options_);  // [T, heads, d]
-    return o_proj->forward(o.reshape({t, local_heads_ * head_dim_}));
+    return o_proj->forward(kernels::reshaped(o, {t, local_heads_ * head_dim_}));
   });
 }
 

@@ -2,6 +2,7 @@
 
 #include "core/kernels/kernel_gradients.h"
 #include "core/kernels/parallel_chunks.h"
+#include "core/kernels/undispatched.h"
 
 namespace nnsight::kernels {
 
@@ -10,7 +11,7 @@ at::Tensor add(const at::Tensor& a, const at::Tensor& b) {
                    b.scalar_type() == at::kFloat && a.is_contiguous() && b.is_contiguous() &&
                    a.sizes().equals(b.sizes()) && !records_grad(a) && !records_grad(b);
   if (!own) return a + b;
-  at::Tensor out = at::empty_like(a);
+  at::Tensor out = new_output_like(a);
   const float* ap = a.data_ptr<float>();
   const float* bp = b.data_ptr<float>();
   float* op = out.data_ptr<float>();

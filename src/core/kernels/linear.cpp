@@ -13,6 +13,7 @@
 #include "core/kernels/linear_tiles.h"
 #include "core/kernels/packed_linear_internal.h"
 #include "core/kernels/parallel_chunks.h"
+#include "core/kernels/undispatched.h"
 
 namespace nnsight::kernels {
 
@@ -149,7 +150,7 @@ at::Tensor run_kernel(const TileSet& tiles, const at::Tensor& x, const at::Tenso
   for (int64_t d = 0; d + 1 < x.dim(); ++d) M *= x.size(d);
   at::Tensor x2 = flat ? x : x.reshape({M, K}).contiguous();  // [M, K]
   at::Tensor b = bias.defined() && !bias.is_contiguous() ? bias.contiguous() : bias;
-  at::Tensor out = at::empty({M, N}, x.options());  // [M, N]
+  at::Tensor out = new_output({M, N}, x.options());  // [M, N]
   if (out.numel() > 0) {
     if (x.scalar_type() == at::kFloat) {
       run<float>(tiles, x2, w, b, out);

@@ -16,6 +16,7 @@
 #include "core/kernels/linear.h"
 #include "core/kernels/packed_linear_internal.h"
 #include "core/kernels/parallel_chunks.h"
+#include "core/kernels/undispatched.h"
 
 namespace nnsight::kernels {
 
@@ -242,7 +243,7 @@ at::Tensor packed_linear_on_path(PackedPath path, const at::Tensor& x, const Pac
                 " outputs");
     b = bias.to(at::kFloat).contiguous();  // [N]
   }
-  at::Tensor out = at::empty({M, N}, x2.options());  // [M, N]
+  at::Tensor out = new_output({M, N}, x2.options());  // [M, N]
   if (M > 0 && N > 0) {
     if (K == 0) {
       out.zero_();
@@ -302,7 +303,7 @@ std::vector<at::Tensor> packed_linear_many(const at::Tensor& x, const std::vecto
   }
   std::vector<at::Tensor> outs;
   outs.reserve(ws.size());
-  for (const Part& p : parts) outs.push_back(at::empty({M, p.w->rows}, x.options()));  // [M, N_i]
+  for (const Part& p : parts) outs.push_back(new_output({M, p.w->rows}, x.options()));  // [M, N_i]
   const int64_t grain =
       std::max<int64_t>(1, static_cast<int64_t>(std::ceil(kMinThreadWorkNs / (cost / static_cast<double>(units)))));
   const float* xp = x.data_ptr<float>();

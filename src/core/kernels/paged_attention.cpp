@@ -14,6 +14,7 @@
 #include "core/kernels/kernel_gradients.h"
 #include "core/kernels/parallel_chunks.h"
 #include "core/kernels/row_ops.h"
+#include "core/kernels/undispatched.h"
 
 namespace nnsight::kernels {
 
@@ -208,12 +209,14 @@ at::Tensor paged_attention(const at::Tensor& q, const KVCache& cache, const batc
   TORCH_CHECK(q.size(1) % cache.num_kv_heads() == 0, "paged_attention: heads not a multiple of kv heads");
   TORCH_CHECK(options.sliding_window >= 0 && options.logit_softcap >= 0.0, "paged_attention: bad options");
   if (!q.device().is_cpu()) return paged_attention_generic(q, cache, meta, scale, options);
-  at::Tensor qc = q.to(cache.key.dtype()).contiguous();
-  at::Tensor out = at::empty_like(qc);
+  // Without the conversions' dispatch when there is nothing to convert (every decode step).
+  const bool same = q.scalar_type() == cache.key.scalar_type();
+  at::Tensor qc = same && q.is_contiguous() ? q : q.to(cache.key.dtype()).contiguous();
+  at::Tensor out = new_output_like(qc);
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, qc.scalar_type(), "paged_attention", [&] {
     attention_cpu<scalar_t>(qc, cache, meta, static_cast<float>(scale), options, out);
   });
-  return out.to(q.dtype());
+  return same ? out : out.to(q.dtype());
 }
 
 at::Tensor paged_attention_generic(const at::Tensor& q, const KVCache& cache, const batching::BatchMeta& meta,

@@ -8,6 +8,7 @@
 
 #include "core/kernels/kernel_gradients.h"
 #include "core/kernels/parallel_chunks.h"
+#include "core/kernels/undispatched.h"
 
 namespace nnsight::kernels {
 
@@ -45,7 +46,7 @@ at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps) {
               "rms_norm: expected x [rows, hidden] and weight [hidden]");
   if (x.device().is_cpu() && x.scalar_type() == weight.scalar_type()) {
     at::Tensor xc = x.contiguous();
-    at::Tensor out = at::empty_like(xc);
+    at::Tensor out = new_output_like(xc);
     AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, xc.scalar_type(), "rms_norm",
                                     [&] { rms_norm_cpu<scalar_t>(xc, weight.contiguous(), eps, out); });
     return out;

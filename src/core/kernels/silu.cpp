@@ -6,6 +6,7 @@
 #include "core/kernels/kernel_gradients.h"
 #include "core/kernels/lane_mask.h"
 #include "core/kernels/parallel_chunks.h"
+#include "core/kernels/undispatched.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
@@ -48,7 +49,7 @@ bool own_path(const at::Tensor& x) {
 }
 
 at::Tensor run(const at::Tensor& x, const at::Tensor* up) {
-  at::Tensor out = at::empty_like(x);
+  at::Tensor out = new_output_like(x);
   const int64_t n = x.size(-1), rows = n == 0 ? 0 : x.numel() / n;
   const float* xp = x.data_ptr<float>();
   const float* up_p = up != nullptr ? up->data_ptr<float>() : nullptr;
