@@ -1,9 +1,10 @@
-// Which memory the packed linear kernel's next call will read, learned from
-// the order calls came in: a decode step makes the same calls in the same
-// order every step, so the call that followed one last time follows it
-// again. The kernel hands the prediction to the pool (WarmHint), whose idle
-// worker then brings those weights into cache while the caller runs the
-// serial code between two calls.
+// Which memory the next call of the engine's memory-bound kernels (packed
+// matmuls, paged attention) will read, learned from the order calls came
+// in: a decode step makes the same calls in the same order every step, so
+// the call that followed one last time follows it again. A kernel hands the
+// prediction to the pool (WarmHint), whose idle worker then brings the next
+// weights (or a layer's keys and values) into cache while the caller runs
+// the serial code between two calls.
 //
 // Per thread: each thread's calls form their own sequence (in-process
 // tensor-parallel ranks, concurrent engines). The table is shared and

@@ -11,6 +11,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "core/kernels/call_successors.h"
 #include "core/kernels/kernel_gradients.h"
 #include "core/kernels/parallel_chunks.h"
 #include "core/kernels/row_ops.h"
@@ -106,7 +107,26 @@ void attention_cpu(const at::Tensor& q, const KVCache& cache, const batching::Ba
     }
   };
 
-  kernels::parallel_for(0, num_seqs * num_heads, 1, [&](int64_t begin, int64_t end) {
+  // This call, for the packed matmuls' successor prediction (the pool's
+  // idle worker then warms the layer's keys and values after the matmul
+  // before it, and o_proj's weights after this): the span of the first
+  // sequence's blocks in the key and the value cache.
+  WarmHint reads;
+  if (num_seqs > 0 && ctx[0] > 0) {
+    const int64_t block_bytes = bs * kvh * d * static_cast<int64_t>(sizeof(scalar_t));
+    int64_t lo = std::numeric_limits<int64_t>::max(), hi = 0;
+    for (int64_t b = 0; b < (ctx[0] + bs - 1) / bs; ++b) {
+      lo = std::min<int64_t>(lo, bt[b]);
+      hi = std::max<int64_t>(hi, bt[b] + 1);
+    }
+    const int64_t span = std::min(kPrefetchBytes / 2, (hi - lo) * block_bytes);
+    reads.data[0] = reinterpret_cast<const char*>(kp) + lo * block_bytes;
+    reads.data[1] = reinterpret_cast<const char*>(vp) + lo * block_bytes;
+    reads.bytes[0] = reads.bytes[1] = span;
+  }
+  const WarmHint next = detail::record_call_predict_next(kp, reads);
+
+  kernels::parallel_for_then_warm(0, num_seqs * num_heads, 1, next, [&](int64_t begin, int64_t end) {
     // Every key and value row the chunk reads is asked for first (up to
     // kPrefetchBytes): the weights streamed between two layers' attention
     // push the cache out of L3, and one head's loop alone keeps too few reads
