@@ -157,4 +157,11 @@ for name, lk, ek in rows:
     f = lambda x: f"{x:.1f}" if x else "-"
     rt = lambda a, b: f"{a/b:.2f}" if a and b else "-"
     print(f"| {name} | {f(l)} | {f(p)} | {rt(p, l)} | {f(d)} | {rt(p, d)} |")
+# Each round's batch-1 numbers: the machine's speed moves between minutes,
+# and the rounds show how far (the table's medians hide it).
+print("\nbatch 1 per round (tokens/s): llama.cpp / packed / ratio")
+for name, lk, ek in rows[1:3]:
+    ls, ps = vals.get(lk, []), vals.get(("packed", ek), [])
+    cells = [f"{a:.1f} / {b:.1f} / {b / a:.2f}" for a, b in zip(ls, ps) if a]
+    print(f"- {name}: " + "; ".join(cells))
 PY
