@@ -160,7 +160,7 @@ for name, lk, ek in rows:
 # Each round's batch-1 numbers: the machine's speed moves between minutes,
 # and the rounds show how far (the table's medians hide it).
 print("\nbatch 1 per round (tokens/s): llama.cpp / packed / ratio")
-for name, lk, ek in rows[1:3]:
+for name, lk, ek in [r for r in rows if r[2] in ("decode1_empty", "decode1")]:
     ls, ps = vals.get(lk, []), vals.get(("packed", ek), [])
     cells = [f"{a:.1f} / {b:.1f} / {b / a:.2f}" for a, b in zip(ls, ps) if a]
     print(f"- {name}: " + "; ".join(cells))

@@ -110,12 +110,14 @@ void attention_cpu(const at::Tensor& q, const KVCache& cache, const batching::Ba
   // This call, for the packed matmuls' successor prediction (the pool's
   // idle worker then warms the layer's keys and values after the matmul
   // before it, and o_proj's weights after this): the span of the first
-  // sequence's blocks in the key and the value cache.
+  // sequence's first blocks (as many as the hint takes) in the key and the
+  // value cache.
   WarmHint reads;
   if (num_seqs > 0 && ctx[0] > 0) {
     const int64_t block_bytes = bs * kvh * d * static_cast<int64_t>(sizeof(scalar_t));
+    const int64_t blocks = std::min((ctx[0] + bs - 1) / bs, std::max<int64_t>(1, kPrefetchBytes / 2 / block_bytes));
     int64_t lo = std::numeric_limits<int64_t>::max(), hi = 0;
-    for (int64_t b = 0; b < (ctx[0] + bs - 1) / bs; ++b) {
+    for (int64_t b = 0; b < blocks; ++b) {
       lo = std::min<int64_t>(lo, bt[b]);
       hi = std::max<int64_t>(hi, bt[b] + 1);
     }

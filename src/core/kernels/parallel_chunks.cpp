@@ -98,13 +98,13 @@ class Pool {
   // Runs the job with up to `threads` threads; false when another caller
   // holds the pool (the caller then runs the job itself).
   bool run(int64_t begin, int64_t end, int64_t chunk, int threads, detail::ChunkFn fn, void* ctx,
-           const WarmHint* warm) {
+           const WarmHint& warm) {
     std::unique_lock<std::mutex> caller(caller_mutex_, std::try_to_lock);
     if (!caller.owns_lock()) return false;
-    if (warm != nullptr && !warm->empty()) {
+    if (!warm.empty()) {
       for (int i = 0; i < 2; ++i) {
-        warm_data_[i].store(static_cast<const char*>(warm->data[i]), std::memory_order_relaxed);
-        warm_bytes_[i].store(warm->bytes[i], std::memory_order_relaxed);
+        warm_data_[i].store(static_cast<const char*>(warm.data[i]), std::memory_order_relaxed);
+        warm_bytes_[i].store(warm.bytes[i], std::memory_order_relaxed);
       }
       // Published with the job (the range words' stores below are seq_cst).
       warm_gen_.fetch_add(1, std::memory_order_relaxed);
@@ -198,7 +198,8 @@ class Pool {
       }
       for (int64_t l = 0; l < kLines; ++l) __builtin_prefetch(p + c.offset + 64 * l, 0, 3);
       c.offset += 64 * kLines;
-      warmed_.fetch_add(64 * kLines, std::memory_order_relaxed);
+      // One writer: a plain add, not a locked one, in the idle loop.
+      warmed_.store(warmed_.load(std::memory_order_relaxed) + 64 * kLines, std::memory_order_relaxed);
       return true;
     }
     return false;
@@ -288,7 +289,7 @@ Pool& pool() {
 
 namespace detail {
 
-void parallel_chunks(int64_t begin, int64_t end, int64_t grain, ChunkFn fn, void* ctx, const WarmHint* warm) {
+void parallel_chunks(int64_t begin, int64_t end, int64_t grain, ChunkFn fn, void* ctx, const WarmHint& warm) {
   if (end <= begin) return;
   grain = std::max<int64_t>(1, grain);
   const int64_t n = end - begin;

@@ -45,8 +45,8 @@ struct WarmHint {
 
 namespace detail {
 using ChunkFn = void (*)(void* ctx, int64_t begin, int64_t end);
-// warm: nullptr, or the hint for after this job (see WarmHint).
-void parallel_chunks(int64_t begin, int64_t end, int64_t grain, ChunkFn fn, void* ctx, const WarmHint* warm);
+// warm: the hint for after this job (see WarmHint; an empty one leaves the last in place).
+void parallel_chunks(int64_t begin, int64_t end, int64_t grain, ChunkFn fn, void* ctx, const WarmHint& warm);
 }  // namespace detail
 
 // Calls f(b, e) on disjoint ranges covering [begin, end), on up to
@@ -56,21 +56,18 @@ void parallel_chunks(int64_t begin, int64_t end, int64_t grain, ChunkFn fn, void
 // from inside a parallel region (this pool's or OpenMP's), f(begin, end)
 // runs on the calling thread. While one caller uses
 // the pool, another caller's work runs on its own thread. f must not throw.
-template <class F>
-void parallel_for(int64_t begin, int64_t end, int64_t grain, F&& f) {
-  using Fn = std::remove_reference_t<F>;
-  detail::parallel_chunks(
-      begin, end, grain, [](void* ctx, int64_t b, int64_t e) { (*static_cast<Fn*>(ctx))(b, e); },
-      const_cast<void*>(static_cast<const void*>(&f)), nullptr);
-}
-
-// parallel_for, and then the pool's idle worker warms `next` (WarmHint).
+// parallel_for (below), and then the pool's idle worker warms `next` (WarmHint).
 template <class F>
 void parallel_for_then_warm(int64_t begin, int64_t end, int64_t grain, const WarmHint& next, F&& f) {
   using Fn = std::remove_reference_t<F>;
   detail::parallel_chunks(
       begin, end, grain, [](void* ctx, int64_t b, int64_t e) { (*static_cast<Fn*>(ctx))(b, e); },
-      const_cast<void*>(static_cast<const void*>(&f)), &next);
+      const_cast<void*>(static_cast<const void*>(&f)), next);
+}
+
+template <class F>
+void parallel_for(int64_t begin, int64_t end, int64_t grain, F&& f) {
+  parallel_for_then_warm(begin, end, grain, WarmHint{}, std::forward<F>(f));
 }
 
 // While one lives on this thread, LibTorch's own operators called from it

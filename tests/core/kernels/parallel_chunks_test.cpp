@@ -104,7 +104,8 @@ TEST(ParallelChunks, WorkersTakePart) {
 }
 
 // A job's WarmHint is asked for by the idle worker after the job: every
-// byte of both ranges once, and the job's own work is done as without one.
+// byte of both ranges, nothing past them, and the job's own work is done as
+// without one.
 TEST(ParallelChunks, IdleWorkerWarmsTheHint) {
   ThreadCount tc(2);
   std::vector<char> next(size_t(192) << 10, 1);
@@ -115,9 +116,10 @@ TEST(ParallelChunks, IdleWorkerWarmsTheHint) {
   hint.bytes[1] = 128 << 10;
   const int64_t before = kernels::parallel_pool_warmed_bytes();
   int64_t warmed = 0;
+  int rounds = 0;
   // The worker may be asleep or not yet started at the first job; it warms
   // once a job of its own has woken it. Bounded, not timed.
-  for (int round = 0; round < 200 && warmed < 192 << 10; ++round) {
+  for (; rounds < 200 && warmed < 192 << 10; ++rounds) {
     std::atomic<int64_t> sum{0};
     kernels::parallel_for_then_warm(0, 1000, 1, hint, [&](int64_t b, int64_t e) {
       for (int64_t i = b; i < e; ++i) sum.fetch_add(i);
@@ -128,8 +130,8 @@ TEST(ParallelChunks, IdleWorkerWarmsTheHint) {
     warmed = kernels::parallel_pool_warmed_bytes() - before;
   }
   EXPECT_GE(warmed, 192 << 10);
-  // Whole lines, one pass per hint: the same hint again adds at most two more passes.
-  EXPECT_EQ(warmed % 256, 0);
+  // Each posted hint is warmed at most once over (a later hint restarts it).
+  EXPECT_LE(warmed, int64_t(rounds) * (192 << 10));
 }
 
 }  // namespace
