@@ -251,8 +251,9 @@ PreNormDecoderLayer::PreNormDecoderLayer(std::string type_name, std::shared_ptr<
 
 at::Tensor PreNormDecoderLayer::forward(const at::Tensor& x, const batching::BatchMeta& meta, KVCache& kv) {
   return invoke(x, [&](const at::Tensor& h) {
-    at::Tensor mid = kernels::add(h, self_attn->forward(input_layernorm->forward(h), meta, kv));
-    return kernels::add(mid, mlp->forward(post_attention_layernorm->forward(mid)));
+    auto [mid, normed] =
+        post_attention_layernorm->add_then_forward(h, self_attn->forward(input_layernorm->forward(h), meta, kv));
+    return kernels::add(mid, mlp->forward(normed));
   });
 }
 

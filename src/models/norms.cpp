@@ -5,6 +5,7 @@
 #include <nnsight/error.hpp>
 
 #include "core/gradient_forward.h"
+#include "core/kernels/add.h"
 #include "core/kernels/rms_norm.h"
 
 namespace nnsight {
@@ -30,6 +31,18 @@ at::Tensor RMSNorm::forward(const at::Tensor& x) {
     // Per-head norms see [T, heads, head_dim]: normalize each row of the last dimension.
     return kernels::rms_norm(in.reshape({-1, in.size(-1)}), w, eps_).view(in.sizes());
   });
+}
+
+std::pair<at::Tensor, at::Tensor> Norm::add_then_forward(const at::Tensor& residual, const at::Tensor& delta) {
+  at::Tensor sum = kernels::add(residual, delta);
+  at::Tensor normed = forward(sum);
+  return {std::move(sum), std::move(normed)};
+}
+
+std::pair<at::Tensor, at::Tensor> RMSNorm::add_then_forward(const at::Tensor& residual, const at::Tensor& delta) {
+  // Hooks see this module's input and may change it: they need the sum first.
+  if (has_hooks() || unit_offset_ || residual.dim() != 2) return Norm::add_then_forward(residual, delta);
+  return kernels::add_rms_norm(residual, delta, weight, eps_);
 }
 
 void RMSNorm::load_weights(const WeightSource& source) {

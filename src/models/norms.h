@@ -4,6 +4,7 @@
 #include <ATen/core/Tensor.h>
 
 #include <string>
+#include <utility>
 
 #include "core/module.h"
 
@@ -14,6 +15,9 @@ class Norm : public Module {
  public:
   using Module::Module;
   virtual at::Tensor forward(const at::Tensor& x) = 0;  // [..., dim] -> [..., dim]
+  // {residual + delta, forward(residual + delta)}: the residual stream's add
+  // and this norm, fused where the norm allows it (RMSNorm without hooks).
+  virtual std::pair<at::Tensor, at::Tensor> add_then_forward(const at::Tensor& residual, const at::Tensor& delta);
   bool callable() const override { return true; }
   at::Tensor call(const at::Tensor& x) override { return forward(x); }
 };
@@ -24,6 +28,7 @@ class RMSNorm : public Norm {
  public:
   RMSNorm(std::string type_name, int64_t dim, double eps, const at::TensorOptions& options, bool unit_offset = false);
   at::Tensor forward(const at::Tensor& x) override;  // [..., dim] -> [..., dim]
+  std::pair<at::Tensor, at::Tensor> add_then_forward(const at::Tensor& residual, const at::Tensor& delta) override;
   void load_weights(const WeightSource& source) override;
   at::Tensor weight;  // [dim]
 
