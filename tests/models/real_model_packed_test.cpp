@@ -168,7 +168,9 @@ TEST(RealModelPacked, HookedProjectionsRunOneByOneWithTheSameResults) {
   for (size_t st = 0; st < plan.steps.size(); ++st) {
     auto got = s.step(plan.steps[st], {1, 0, 2});
     for (size_t i = 0; i < got.size(); ++i) {
-      if (got[i].defined()) EXPECT_TRUE(testing::bitwise_equal(got[i], plain[st][i])) << "step " << st;
+      if (got[i].defined()) {
+        EXPECT_TRUE(testing::bitwise_equal(got[i], plain[st][i])) << "step " << st;
+      }
     }
   }
   EXPECT_EQ(seen_k.size(), plan.steps.size());
