@@ -7,9 +7,9 @@
 #include <nnsight/error.hpp>
 
 #include "core/kernels/add.h"
+#include "core/kernels/undispatched.h"
 #include "models/llama.h"
 #include "tp/sharding.h"
-#include "core/kernels/undispatched.h"
 
 namespace nnsight {
 

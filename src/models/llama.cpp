@@ -8,8 +8,8 @@
 
 #include "core/kernels/add.h"
 #include "core/kernels/paged_attention.h"
-#include "tp/sharding.h"
 #include "core/kernels/undispatched.h"
+#include "tp/sharding.h"
 
 namespace nnsight {
 

@@ -3,7 +3,6 @@
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
-#include <cstring>
 #include <numeric>
 
 #include "batching/flattener.h"
@@ -43,11 +42,6 @@ std::vector<at::Tensor> PagedStepper::step(const std::vector<std::vector<int64_t
   std::vector<at::Tensor> out(tokens.size());
   for (size_t r = 0; r < scheduled.size(); ++r) out[scheduled[r]] = logits[static_cast<int64_t>(r)].contiguous();
   return out;
-}
-
-bool bitwise_equal(const at::Tensor& a, const at::Tensor& b) {
-  return a.sizes() == b.sizes() && a.scalar_type() == b.scalar_type() &&
-         std::memcmp(a.data_ptr(), b.data_ptr(), static_cast<size_t>(a.nbytes())) == 0;
 }
 
 }  // namespace nnsight::testing

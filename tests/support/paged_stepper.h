@@ -10,6 +10,7 @@
 
 #include "core/kv_cache.h"
 #include "models/causal_lm.h"
+#include "support/bitwise_equal.h"
 
 namespace nnsight::testing {
 
@@ -30,8 +31,5 @@ class PagedStepper {
   std::vector<KVCache> kv_;
   std::vector<int32_t> free_;
 };
-
-// Same shape, dtype and bytes.
-bool bitwise_equal(const at::Tensor& a, const at::Tensor& b);
 
 }  // namespace nnsight::testing

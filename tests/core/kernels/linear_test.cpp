@@ -8,10 +8,11 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <cstring>
 #include <limits>
 #include <string>
 #include <vector>
+
+#include "support/bitwise_equal.h"
 
 namespace nnsight {
 namespace {
@@ -38,11 +39,7 @@ struct ThreadCountGuard {
   ~ThreadCountGuard() { at::set_num_threads(saved); }
 };
 
-bool bitwise_equal(const at::Tensor& a, const at::Tensor& b) {
-  if (a.sizes() != b.sizes() || a.scalar_type() != b.scalar_type()) return false;
-  at::Tensor ac = a.contiguous(), bc = b.contiguous();
-  return std::memcmp(ac.data_ptr(), bc.data_ptr(), static_cast<size_t>(ac.nbytes())) == 0;
-}
+using testing::bitwise_equal;
 
 // Plain float64 sums: y = x w^T + bias, from the same (rounded) inputs.
 at::Tensor reference(const at::Tensor& x, const at::Tensor& w, const at::Tensor& bias) {

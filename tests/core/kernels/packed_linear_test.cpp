@@ -18,6 +18,7 @@
 
 #include "core/kernels/linear.h"
 #include "core/kernels/packed_matrix.h"
+#include "support/bitwise_equal.h"
 
 namespace nnsight {
 namespace {
@@ -31,11 +32,7 @@ struct ThreadCountGuard {
   ~ThreadCountGuard() { at::set_num_threads(saved); }
 };
 
-bool bitwise_equal(const at::Tensor& a, const at::Tensor& b) {
-  if (a.sizes() != b.sizes() || a.scalar_type() != b.scalar_type()) return false;
-  at::Tensor ac = a.contiguous(), bc = b.contiguous();
-  return std::memcmp(ac.data_ptr(), bc.data_ptr(), static_cast<size_t>(ac.nbytes())) == 0;
-}
+using testing::bitwise_equal;
 
 uint16_t half_bits(float v) {
   at::Tensor h = at::full({1}, v, at::kFloat).to(at::kHalf);

@@ -4,21 +4,18 @@
 #include <ATen/Parallel.h>
 #include <gtest/gtest.h>
 
-#include <cstring>
 #include <vector>
 
 #include "batching/flattener.h"
 #include "support/seq_slots.h"
 #include "core/kernels/paged_attention.h"
 #include "core/kv_cache.h"
+#include "support/bitwise_equal.h"
 
 namespace nnsight {
 namespace {
 
-bool bitwise_equal(const at::Tensor& a, const at::Tensor& b) {
-  at::Tensor ac = a.contiguous(), bc = b.contiguous();
-  return ac.sizes() == bc.sizes() && std::memcmp(ac.data_ptr(), bc.data_ptr(), static_cast<size_t>(ac.nbytes())) == 0;
-}
+using testing::bitwise_equal;
 
 void check(at::ScalarType dt, int64_t d) {
   at::manual_seed(11);

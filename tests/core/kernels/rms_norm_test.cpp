@@ -9,6 +9,7 @@
 #include <cmath>
 
 #include "core/kernels/add.h"
+#include "support/bitwise_equal.h"
 
 namespace nnsight {
 namespace {
@@ -42,7 +43,8 @@ TEST(RmsNorm, RowDoesNotDependOnTheBatch) {
   at::Tensor x = at::randn({9, 576}) * 10, w = at::randn({576});
   at::Tensor all = kernels::rms_norm(x, w, 1e-6);
   for (int64_t r : {0, 4, 8}) {
-    EXPECT_TRUE(at::equal(kernels::rms_norm(x.narrow(0, r, 1), w, 1e-6), all.narrow(0, r, 1))) << "row " << r;
+    EXPECT_TRUE(testing::bitwise_equal(kernels::rms_norm(x.narrow(0, r, 1), w, 1e-6), all.narrow(0, r, 1)))
+        << "row " << r;
   }
 }
 
@@ -54,8 +56,8 @@ TEST(AddRmsNorm, SameBitsAsAddThenNorm) {
       at::Tensor a = at::randn({rows, n}) * 100, b = at::randn({rows, n}), w = at::randn({n});
       auto [sum, normed] = kernels::add_rms_norm(a, b, w, 1e-6);
       at::Tensor want_sum = kernels::add(a, b);
-      EXPECT_TRUE(at::equal(sum, want_sum)) << rows << " x " << n;
-      EXPECT_TRUE(at::equal(normed, kernels::rms_norm(want_sum, w, 1e-6))) << rows << " x " << n;
+      EXPECT_TRUE(testing::bitwise_equal(sum, want_sum)) << rows << " x " << n;
+      EXPECT_TRUE(testing::bitwise_equal(normed, kernels::rms_norm(want_sum, w, 1e-6))) << rows << " x " << n;
       EXPECT_NE(sum.data_ptr(), a.data_ptr());  // the inputs stay as they were
     }
   }
@@ -67,14 +69,14 @@ TEST(AddRmsNorm, FallsBackToTheTwoCalls) {
   at::Tensor a = at::randn({4, 32}).to(at::kBFloat16), b = at::randn({4, 32}).to(at::kBFloat16);
   at::Tensor w = at::randn({32}).to(at::kBFloat16);
   auto [sum, normed] = kernels::add_rms_norm(a, b, w, 1e-6);
-  EXPECT_TRUE(at::equal(sum, a + b));
-  EXPECT_TRUE(at::equal(normed, kernels::rms_norm(a + b, w, 1e-6)));
+  EXPECT_TRUE(testing::bitwise_equal(sum, a + b));
+  EXPECT_TRUE(testing::bitwise_equal(normed, kernels::rms_norm(a + b, w, 1e-6)));
   // A non-contiguous residual: the same values as with a contiguous copy.
   at::Tensor wide = at::randn({4, 64});
   at::Tensor strided = wide.narrow(1, 0, 32), delta = at::randn({4, 32}), wf = at::randn({32});
   auto [s2, n2] = kernels::add_rms_norm(strided, delta, wf, 1e-6);
-  EXPECT_TRUE(at::equal(s2, strided.contiguous() + delta));
-  EXPECT_TRUE(at::equal(n2, kernels::rms_norm(strided.contiguous() + delta, wf, 1e-6)));
+  EXPECT_TRUE(testing::bitwise_equal(s2, strided.contiguous() + delta));
+  EXPECT_TRUE(testing::bitwise_equal(n2, kernels::rms_norm(strided.contiguous() + delta, wf, 1e-6)));
 }
 
 }  // namespace

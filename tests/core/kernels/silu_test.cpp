@@ -8,15 +8,13 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <cstring>
+
+#include "support/bitwise_equal.h"
 
 namespace nnsight {
 namespace {
 
-bool bitwise_equal(const at::Tensor& a, const at::Tensor& b) {
-  return a.sizes().equals(b.sizes()) && a.scalar_type() == b.scalar_type() &&
-         std::memcmp(a.contiguous().data_ptr(), b.contiguous().data_ptr(), a.numel() * a.element_size()) == 0;
-}
+using testing::bitwise_equal;
 
 TEST(Silu, EqualsLibTorchOnWholeVectorRows) {
   c10::InferenceMode guard;
