@@ -12,7 +12,7 @@
 // model spent about 40 % of its samples in OpenMP's barrier spin. oneTBB's
 // work-stealing join would not wait for idle threads, but it is not a
 // dependency of this project and would be a second pool beside LibTorch's
-// anyway; this is about 200 lines. Here the caller claims chunks exactly like
+// anyway; this is about 300 lines. Here the caller claims chunks exactly like
 // the workers do (each thread from its own contiguous range first, then from
 // the others'), so a worker that is not running takes no chunk and the caller
 // simply does more of them; it returns as soon as every chunk is done.

@@ -41,7 +41,9 @@ TEST(ParallelChunks, EveryIndexOnceAndSmallJobsOnTheCaller) {
           ASSERT_EQ(hits[static_cast<size_t>(i)].load(), i < 7 ? 0 : 1)
               << "threads " << threads << " n " << n << " grain " << grain << " index " << i;
         // No more than grain of work: one call on the caller (none for nothing).
-        if (n <= grain || threads == 1) EXPECT_EQ(calls.load(), n > 0 ? 1 : 0) << "n " << n << " grain " << grain;
+        if (n <= grain || threads == 1) {
+          EXPECT_EQ(calls.load(), n > 0 ? 1 : 0) << "n " << n << " grain " << grain;
+        }
       }
   }
 }
