@@ -8,11 +8,13 @@
 //   engine_bench [--model PATH] [--dtypes float32,bfloat16] [--batches 1,8,32]
 //                [--prompt-len 64] [--steps 24] [--threads N]
 //                [--weights packed,dequantized] [--prefill-len 128] [--skip-floors 1]
+//                [--print-steps 1]
 //
 // --weights: GGUF weights kept packed (the default) and/or dequantized at
 // load (EngineArgs::dequantize). Besides the tables it prints one
 // machine-readable line per number, "RESULT <dtype>/<weights> <key> <value>"
-// (keys prefill_tps, decode_tps_b<B>, weight_mb), which
+// (keys prefill_tps, decode_tps_b<B> from the median step, decode_mean_tps_b<B>
+// from the steps' total time, weight_mb), which
 // bench/llama_cpp_side_by_side.sh reads.
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
@@ -125,7 +127,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> dtypes = {"float32", "bfloat16"};
   std::vector<int64_t> batches = {1, 8, 32};
   std::vector<std::string> weights = {"packed", "dequantized"};
-  int64_t prompt_len = 64, steps = 24, threads = 0, prefill_len = 128, skip_floors = 0;
+  int64_t prompt_len = 64, steps = 24, threads = 0, prefill_len = 128, skip_floors = 0, print_steps = 0;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i], v = argv[i + 1];
     if (a == "--model")
@@ -146,6 +148,8 @@ int main(int argc, char** argv) {
       prefill_len = std::stoll(v);
     else if (a == "--skip-floors")
       skip_floors = std::stoll(v);
+    else if (a == "--print-steps")
+      print_steps = std::stoll(v);
     else {
       std::fprintf(stderr, "unknown option %s\n", a.c_str());
       return 2;
@@ -222,6 +226,11 @@ int main(int argc, char** argv) {
           }
         }
         while (engine.has_unfinished()) engine.step();
+        if (print_steps != 0) {  // each step's ms, in order: the machine's speed drifts within a run
+          std::printf("steps ms:");
+          for (double t : times) std::printf(" %.2f", t * 1e3);
+          std::printf("\n");
+        }
         std::sort(times.begin(), times.end());
         const double med = times[times.size() / 2];
         const double compute_floor = skip_floors != 0 ? 0.0 : blas_step_seconds(cfg, b, dt);
@@ -229,6 +238,12 @@ int main(int argc, char** argv) {
         std::printf("| %lld | %.1f | %.1f | %.1f | %.1f | %.2f |\n", static_cast<long long>(b), med * 1e3, b / med,
                     mem_floor * 1e3, compute_floor * 1e3, med / floor);
         std::printf("RESULT %s decode_tps_b%lld %.2f\n", tag.c_str(), static_cast<long long>(b), b / med);
+        // Tokens over the steps' total time, as llama-bench and llama-batched-bench
+        // count (a slow step weighs in fully here, not in the median).
+        double total = 0.0;
+        for (double t : times) total += t;
+        std::printf("RESULT %s decode_mean_tps_b%lld %.2f\n", tag.c_str(), static_cast<long long>(b),
+                    static_cast<double>(b * steps) / total);
         std::fflush(stdout);
       }
     }
