@@ -124,18 +124,16 @@ out, rounds, model, prompt, gen, batches = sys.argv[1], int(sys.argv[2]), sys.ar
 pairs = int(sys.argv[7])
 vals = {}
 def add(key, v): vals.setdefault(key, []).append(v)
+def jsonl(path):  # llama.cpp's records, one JSON object a line (other lines skipped)
+    for line in open(path):
+        line = line.strip()
+        if line.startswith("{"): yield json.loads(line)
 bw = []
 for r in range(1, rounds + 1):
-    for line in open(os.path.join(out, f"lb.{r}")):
-        line = line.strip()
-        if not line.startswith("{"): continue
-        j = json.loads(line)
+    for j in jsonl(os.path.join(out, f"lb.{r}")):
         if j.get("n_prompt", 0) > 0 and j.get("n_gen", 0) == 0: add(("llama", "prefill"), j["avg_ts"])
         if j.get("n_gen", 0) > 0 and j.get("n_prompt", 0) == 0: add(("llama", "decode1_bench"), j["avg_ts"])
-    for line in open(os.path.join(out, f"bb.{r}")):
-        line = line.strip()
-        if not line.startswith("{"): continue
-        j = json.loads(line)
+    for j in jsonl(os.path.join(out, f"bb.{r}")):
         add(("llama", f"decode{j['pl']}"), j["speed_tg"])
         if j["pl"] == 1: add(("llama", "prefill_batched"), j["speed_pp"])
     for line in open(os.path.join(out, f"eb.{r}")):
@@ -190,11 +188,8 @@ ratios = []
 cells = []
 for p in range(1, pairs + 1):
     l = e = None
-    for line in open(os.path.join(out, f"pl.{p}")):
-        line = line.strip()
-        if line.startswith("{"):
-            j = json.loads(line)
-            if j.get("n_gen", 0) > 0 and j.get("n_prompt", 0) == 0: l = j["avg_ts"]
+    for j in jsonl(os.path.join(out, f"pl.{p}")):
+        if j.get("n_gen", 0) > 0 and j.get("n_prompt", 0) == 0: l = j["avg_ts"]
     for line in open(os.path.join(out, f"pe.{p}")):
         m = re.match(r"RESULT float32/packed decode_mean_tps_b1 ([0-9.]+)", line)
         if m: e = float(m.group(1))
