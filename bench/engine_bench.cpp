@@ -171,7 +171,8 @@ int main(int argc, char** argv) {
                             .max_num_batched_tokens(4096)
                             .enable_prefix_caching(false)
                             .kv_cache_memory_mb(1024)
-                            .show_progress(false);
+                            .show_progress(false)
+                            .num_threads(threads);
       runner::Engine engine(args);
       auto& exec = dynamic_cast<runner::InProcExecutor&>(engine.executor());
       CausalLM& model = exec.runner().model();
