@@ -35,8 +35,9 @@ std::unique_ptr<WeightSource> open_weights(const std::string& path, const OpenWe
   if (S_ISDIR(st.st_mode)) return std::make_unique<HfCheckpoint>(path);
   if (S_ISREG(st.st_mode)) {
     if (ends_with(path, ".gguf") || has_gguf_magic(path)) {
-      // Without AVX-512 the packed kernel decodes through a scalar loop and
-      // is slower than the float32 path: dequantize at load there.
+      // Without AVX2 (or off x86-64) the packed kernel decodes through the
+      // portable scalar decoder and is slower than the float32 path:
+      // dequantize at load there.
       const bool packed = options.keep_packed && kernels::packed_path_available(kernels::PackedPath::Fused);
       return std::make_unique<GgufWeights>(path, packed);
     }

@@ -1,5 +1,10 @@
 #include "core/kernels/cpu_features.h"
 
+#include <cstdlib>
+#include <string>
+
+#include <nnsight/error.hpp>
+
 namespace nnsight::kernels {
 
 const CpuFeatures& cpu_features() {
@@ -12,6 +17,13 @@ const CpuFeatures& cpu_features() {
                __builtin_cpu_supports("avx512vl");
     c.avx512_bf16 = c.avx512 && __builtin_cpu_supports("avx512bf16");
 #endif
+    if (const char* cap = std::getenv("NNSIGHT_CPU"); cap != nullptr) {
+      const std::string v = cap;
+      if (v != "avx512" && v != "avx2" && v != "scalar")
+        throw ConfigError("NNSIGHT_CPU=" + v + ": expected avx512, avx2 or scalar");
+      if (v == "avx2" || v == "scalar") c.avx512 = c.avx512_bf16 = false;
+      if (v == "scalar") c.avx2 = false;
+    }
     return c;
   }();
   return f;

@@ -10,7 +10,9 @@ struct CpuFeatures {
   bool avx512_bf16 = false;  // and AVX512_BF16
 };
 
-// Detected once (always all false off x86-64).
+// Detected once (always all false off x86-64). The environment variable
+// NNSIGHT_CPU (avx512, avx2 or scalar) caps them, never adding one the CPU
+// lacks: for running and measuring a narrower CPU's kernels on a wider one.
 const CpuFeatures& cpu_features();
 
 }  // namespace nnsight::kernels

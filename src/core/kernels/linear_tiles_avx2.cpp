@@ -12,18 +12,15 @@
 
 #include <cstring>
 
+#include "core/kernels/linear_store_avx2.h"
+
 #define NNSIGHT_AVX2 __attribute__((target("avx2,fma")))
 
 namespace nnsight::kernels::detail {
 
 namespace {
 
-NNSIGHT_AVX2 inline float hsum8(__m256 v) {
-  const __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  const __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
-  const __m128 s1 = _mm_add_ss(s2, _mm_shuffle_ps(s2, s2, 1));
-  return _mm_cvtss_f32(s1);
-}
+using avx2::hsum8;
 
 // Lanes [0, n) of a load mask (n in [0, 8]).
 NNSIGHT_AVX2 inline __m256i lane_mask(int64_t n) {

@@ -91,9 +91,26 @@ WarmHint call_reads(const PackedMatrix& first, const PackedMatrix& mid, int64_t 
 // A thread is woken only for about this much work (ns); see linear.cpp.
 constexpr double kMinThreadWorkNs = 4000.0;
 
-const PackedKernels* fused_kernels(PackedType type) {
-  return cpu_features().avx512 ? detail::avx512_packed_kernels(type) : nullptr;
+// The fused kernels of instruction set `isa` (nullptr for Scalar, or where
+// this build or CPU lacks it).
+const PackedKernels* fused_kernels(PackedType type, LinearPath isa) {
+  if (!linear_path_available(isa, at::kFloat)) return nullptr;
+  switch (isa) {
+    case LinearPath::Avx512:
+      return detail::avx512_packed_kernels(type);
+    case LinearPath::Avx2:
+      return detail::avx2_packed_kernels(type);
+    case LinearPath::Scalar:
+      break;
+  }
+  return nullptr;
 }
+
+// The instruction set packed_linear runs with: kernels::linear's float32
+// path (the widest this CPU has), whose tiles the packed kernels match bit for bit.
+LinearPath default_isa() { return linear_default_path(at::kFloat); }
+
+const PackedKernels* fused_kernels(PackedType type) { return fused_kernels(type, default_isa()); }
 
 void decode_row(const PackedKernels* k, PackedType type, const uint8_t* src, float* dst, int64_t n) {
   if (k != nullptr) {
@@ -189,11 +206,12 @@ void tile_columns(const PackedKernels* k, const TileSet& tiles, const float* x, 
   }
 }
 
-void run(PackedPath path, const float* x, const PackedMatrix& w, const float* bias, float* out, int64_t M) {
-  const PackedKernels* k = fused_kernels(w.type);
+void run(PackedPath path, LinearPath isa, const float* x, const PackedMatrix& w, const float* bias, float* out,
+         int64_t M) {
+  const PackedKernels* k = fused_kernels(w.type, isa);
   const bool fused =
       path == PackedPath::Fused || (path == PackedPath::Auto && k != nullptr && M <= fused_max_rows(w.type));
-  const TileSet* tiles = detail::linear_tiles(linear_default_path(at::kFloat), at::kFloat);
+  const TileSet* tiles = detail::linear_tiles(isa, at::kFloat);
   TORCH_CHECK(tiles != nullptr, "packed_linear: no float32 tiles");
   const int64_t N = w.rows;
   // The Tiles path cuts w as kernels::linear does (detail::kLinearRowsPerUnit).
@@ -215,15 +233,24 @@ void run(PackedPath path, const float* x, const PackedMatrix& w, const float* bi
 
 }  // namespace
 
-bool packed_path_available(PackedPath path) {
+bool packed_path_available(PackedPath path) { return packed_path_available(path, default_isa()); }
+
+bool packed_path_available(PackedPath path, LinearPath isa) {
+  if (!linear_path_available(isa, at::kFloat)) return false;
   if (path != PackedPath::Fused) return true;
-  return fused_kernels(PackedType::Q4_0) != nullptr;
+  return fused_kernels(PackedType::Q4_0, isa) != nullptr;
 }
 
 int64_t packed_fused_max_rows(PackedType type) { return fused_kernels(type) != nullptr ? fused_max_rows(type) : 0; }
 
 at::Tensor packed_linear_on_path(PackedPath path, const at::Tensor& x, const PackedMatrix& w, const at::Tensor& bias) {
-  TORCH_CHECK(packed_path_available(path), "packed_linear: the fused path needs AVX-512 (F, BW, VL)");
+  return packed_linear_on_path(path, default_isa(), x, w, bias);
+}
+
+at::Tensor packed_linear_on_path(PackedPath path, LinearPath isa, const at::Tensor& x, const PackedMatrix& w,
+                                 const at::Tensor& bias) {
+  TORCH_CHECK(packed_path_available(path, isa), "packed_linear: the ", linear_path_name(isa),
+              " path is not available here (the fused tiles need AVX2 or AVX-512)");
   TORCH_CHECK(x.defined() && x.device().is_cpu() && x.layout() == at::kStrided,
               "packed_linear: x must be a CPU tensor");
   TORCH_CHECK(x.scalar_type() == at::kFloat || x.scalar_type() == at::kBFloat16,
@@ -249,7 +276,7 @@ at::Tensor packed_linear_on_path(PackedPath path, const at::Tensor& x, const Pac
       out.zero_();
       if (b.defined()) out.add_(b);
     } else {
-      run(path, x2.data_ptr<float>(), w, b.defined() ? b.data_ptr<float>() : nullptr, out.data_ptr<float>(), M);
+      run(path, isa, x2.data_ptr<float>(), w, b.defined() ? b.data_ptr<float>() : nullptr, out.data_ptr<float>(), M);
     }
   }
   if (x.scalar_type() != at::kFloat) out = out.to(x.scalar_type());

@@ -14,6 +14,7 @@
 
 #include <vector>
 
+#include "core/kernels/linear.h"
 #include "core/kernels/packed_matrix.h"
 
 namespace nnsight::kernels {
@@ -34,14 +35,20 @@ std::vector<at::Tensor> packed_linear_many(const at::Tensor& x, const std::vecto
 
 // The kernel's two ways through, for tests and benchmarks.
 enum class PackedPath {
-  Auto,   // what packed_linear does: Fused for few rows on AVX-512, else Tiles
-  Fused,  // weights decoded in registers inside the register tiles (AVX-512 only)
+  Auto,   // what packed_linear does: Fused for few rows (AVX2 or AVX-512), else Tiles
+  Fused,  // weights decoded in registers inside the register tiles (AVX2 or AVX-512)
   Tiles,  // a block of rows decoded to a float buffer, then kernels::linear's float32 tiles
 };
-// Whether `path` can run here (Fused needs AVX-512 F/BW/VL).
+// Whether `path` can run here (Fused needs AVX2 + FMA or AVX-512 F/BW/VL).
 bool packed_path_available(PackedPath path);
 at::Tensor packed_linear_on_path(PackedPath path, const at::Tensor& x, const PackedMatrix& w, const at::Tensor& bias);
-// Rows of x up to which Auto takes Fused for `type` (0 without AVX-512).
+// The same with the kernels of one instruction set (kernels::linear's paths):
+// its result is bitwise linear_on_path(isa, x, w.dequantize(), bias). What
+// packed_linear runs is the isa linear_default_path(kFloat) names.
+bool packed_path_available(PackedPath path, LinearPath isa);
+at::Tensor packed_linear_on_path(PackedPath path, LinearPath isa, const at::Tensor& x, const PackedMatrix& w,
+                                 const at::Tensor& bias);
+// Rows of x up to which Auto takes Fused for `type` (0 without AVX2).
 int64_t packed_fused_max_rows(PackedType type);
 
 // Rows of w for token ids: ids [T] int64 (each in [0, w.rows)) -> [T, w.cols]

@@ -553,28 +553,8 @@ PackedKernels make_kernels() {
 }  // namespace
 
 const PackedKernels* avx512_packed_kernels(PackedType type) {
-  static const PackedKernels q4_0 = make_kernels<Q4_0>(), q4_1 = make_kernels<Q4_1>(), q5_0 = make_kernels<Q5_0>(),
-                             q5_1 = make_kernels<Q5_1>(), q8_0 = make_kernels<Q8_0>(), q4_k = make_kernels<Q4_K>(),
-                             q5_k = make_kernels<Q5_K>(), q6_k = make_kernels<Q6_K>();
-  switch (type) {
-    case PackedType::Q4_0:
-      return &q4_0;
-    case PackedType::Q4_1:
-      return &q4_1;
-    case PackedType::Q5_0:
-      return &q5_0;
-    case PackedType::Q5_1:
-      return &q5_1;
-    case PackedType::Q8_0:
-      return &q8_0;
-    case PackedType::Q4_K:
-      return &q4_k;
-    case PackedType::Q5_K:
-      return &q5_k;
-    case PackedType::Q6_K:
-      return &q6_k;
-  }
-  return nullptr;
+  return kernels_of<Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K>(
+      type, [](auto tag) { return make_kernels<typename decltype(tag)::type>(); });
 }
 
 }  // namespace nnsight::kernels::detail

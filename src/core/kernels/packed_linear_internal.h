@@ -20,9 +20,42 @@ struct PackedKernels {
   TileKernel by_mr[TileSet::kMaxRows + 1] = {};
 };
 
+// An instruction set's kernels for `type`: make(TypeTag<Q>{}) builds the set
+// of a type's decoder Q, once per type.
+template <class Q>
+struct TypeTag {
+  using type = Q;
+};
+template <class Q4_0, class Q4_1, class Q5_0, class Q5_1, class Q8_0, class Q4_K, class Q5_K, class Q6_K, class Make>
+const PackedKernels* kernels_of(PackedType type, Make make) {
+  static const PackedKernels q4_0 = make(TypeTag<Q4_0>{}), q4_1 = make(TypeTag<Q4_1>{}), q5_0 = make(TypeTag<Q5_0>{}),
+                             q5_1 = make(TypeTag<Q5_1>{}), q8_0 = make(TypeTag<Q8_0>{}), q4_k = make(TypeTag<Q4_K>{}),
+                             q5_k = make(TypeTag<Q5_K>{}), q6_k = make(TypeTag<Q6_K>{});
+  switch (type) {
+    case PackedType::Q4_0:
+      return &q4_0;
+    case PackedType::Q4_1:
+      return &q4_1;
+    case PackedType::Q5_0:
+      return &q5_0;
+    case PackedType::Q5_1:
+      return &q5_1;
+    case PackedType::Q8_0:
+      return &q8_0;
+    case PackedType::Q4_K:
+      return &q4_k;
+    case PackedType::Q5_K:
+      return &q5_k;
+    case PackedType::Q6_K:
+      return &q6_k;
+  }
+  return nullptr;
+}
+
 // nullptr where the path is not compiled for this architecture (the CPU
 // check is the caller's).
 const PackedKernels* avx512_packed_kernels(PackedType type);
+const PackedKernels* avx2_packed_kernels(PackedType type);
 
 // kernels::linear's unit of w rows: threads' ranges and blocks of w are
 // multiples of it, so that a block splits evenly into the float32 tiles' 3 or

@@ -152,6 +152,44 @@ TEST_P(PackedLinear, FusedTilesEqualTheDequantizedLinearAtEveryRowLength) {
   }
 }
 
+TEST_P(PackedLinear, EachInstructionSetEqualsItsOwnFloat32KernelBitwise) {
+  // What a CPU without AVX-512 (AVX2 tiles) or without AVX2 (the portable
+  // decoder and scalar tiles) runs, checked on this one: each instruction
+  // set's packed kernel against kernels::linear on the same set, at row
+  // counts on both sides of every tile height and of the fused path's end,
+  // and row lengths from one block to past the tiles' scale chunks.
+  const PackedType type = GetParam();
+  const int64_t bs = kernels::packed_traits(type).block_size;
+  at::Generator gen = at::detail::createCPUGenerator(9);
+  int checked = 0;
+  for (kernels::LinearPath isa :
+       {kernels::LinearPath::Avx512, kernels::LinearPath::Avx2, kernels::LinearPath::Scalar}) {
+    if (!kernels::packed_path_available(PackedPath::Tiles, isa)) continue;
+    for (int64_t blocks : {1, 3, 18, 80}) {
+      if (bs * blocks > 80 * 32) continue;  // the 256-element types: up to 10 blocks
+      const int64_t K = bs * blocks, N = 19;
+      PackedMatrix w = random_matrix(type, N, K, static_cast<uint32_t>(40 + blocks));
+      at::Tensor wd = w.dequantize();  // [N, K]
+      at::Tensor bias = at::randn({N}, gen, at::kFloat);
+      for (int64_t M : {1, 2, 3, 4, 5, 8, 9, 17, 33}) {
+        at::Tensor x = at::randn({M, K}, gen, at::kFloat);
+        at::Tensor expect = kernels::linear_on_path(isa, x, wd, bias);
+        for (PackedPath p : {PackedPath::Auto, PackedPath::Fused, PackedPath::Tiles}) {
+          if (!kernels::packed_path_available(p, isa)) continue;
+          SCOPED_TRACE(std::string(kernels::packed_traits(type).name) + " " + kernels::linear_path_name(isa) +
+                       " K=" + std::to_string(K) + " M=" + std::to_string(M) + " " + path_name(p));
+          EXPECT_TRUE(bitwise_equal(kernels::packed_linear_on_path(p, isa, x, w, bias), expect));
+          ++checked;
+        }
+      }
+    }
+  }
+  EXPECT_GT(checked, 0);
+  EXPECT_THROW(kernels::packed_linear_on_path(PackedPath::Fused, kernels::LinearPath::Scalar, at::randn({1, 4 * bs}),
+                                              random_matrix(type, 2, 4 * bs, 1), at::Tensor()),
+               c10::Error);
+}
+
 TEST_P(PackedLinear, EveryRowIsTheSameAloneOrInAnyBatchAndThreadCount) {
   const PackedType type = GetParam();
   const int64_t K = test_cols(type), N = 53, M = 37;
