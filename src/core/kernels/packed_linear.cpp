@@ -34,13 +34,18 @@ constexpr int64_t kRowsPerUnit = 16;
 // per row tile, in registers); with more, decoding a block of rows once into
 // a float buffer and running the float32 tiles over it is faster, as the
 // decode is shared by every row of x. Both give the same bits. Measured per
-// type (two threads, weights from memory, fused against Tiles): Q8_0's
-// decode is one convert and one multiply, and its fused tiles stay ahead to
-// 32 rows (an LM head [49152, 576] at 16 rows 4.9-5.1 against 6.1-6.2 ms, at
-// 32 rows 9.7 against 10.6 ms); Q4_0 / Q4_1 to 16 (a decode step's Q4_1
-// projections at 16 rows 19.9-20.0 against 21.3-21.5 ms, at 24 even, at 32
-// 5-10 % behind); the 5-bit and K-quant types to 8 (at 12 rows 5-15 % behind).
-int64_t fused_max_rows(PackedType type) {
+// type (two threads, weights from memory, fused against Tiles). AVX-512:
+// Q8_0's decode is one convert and one multiply, and its fused tiles stay
+// ahead to 32 rows (an LM head [49152, 576] at 16 rows 4.9-5.1 against
+// 6.1-6.2 ms, at 32 rows 9.7 against 10.6 ms); Q4_0 / Q4_1 to 16 (a decode
+// step's Q4_1 projections at 16 rows 19.9-20.0 against 21.3-21.5 ms, at 24
+// even, at 32 5-10 % behind); the 5-bit and K-quant types to 8 (at 12 rows
+// 5-15 % behind). AVX2 (its tiles take 4 rows at a time; Zen 4 in AVX2
+// mode): Q8_0 to 8 ([49152, 576] at 8 rows 0.91-0.95 of Tiles, at 16
+// 1.14-1.19), the others to 4 (Q4_1 [9216, 576] at 4 rows 0.81-0.89, at 8
+// 1.08-1.15; Q4_K [4096, 2048] 0.75-0.86 and 1.10-1.23).
+int64_t fused_max_rows(PackedType type, LinearPath isa) {
+  if (isa == LinearPath::Avx2) return type == PackedType::Q8_0 ? 8 : 4;
   switch (type) {
     case PackedType::Q8_0:
       return 32;
@@ -210,7 +215,7 @@ void run(PackedPath path, LinearPath isa, const float* x, const PackedMatrix& w,
          int64_t M) {
   const PackedKernels* k = fused_kernels(w.type, isa);
   const bool fused =
-      path == PackedPath::Fused || (path == PackedPath::Auto && k != nullptr && M <= fused_max_rows(w.type));
+      path == PackedPath::Fused || (path == PackedPath::Auto && k != nullptr && M <= fused_max_rows(w.type, isa));
   const TileSet* tiles = detail::linear_tiles(isa, at::kFloat);
   TORCH_CHECK(tiles != nullptr, "packed_linear: no float32 tiles");
   const int64_t N = w.rows;
@@ -241,7 +246,9 @@ bool packed_path_available(PackedPath path, LinearPath isa) {
   return fused_kernels(PackedType::Q4_0, isa) != nullptr;
 }
 
-int64_t packed_fused_max_rows(PackedType type) { return fused_kernels(type) != nullptr ? fused_max_rows(type) : 0; }
+int64_t packed_fused_max_rows(PackedType type) {
+  return fused_kernels(type) != nullptr ? fused_max_rows(type, default_isa()) : 0;
+}
 
 at::Tensor packed_linear_on_path(PackedPath path, const at::Tensor& x, const PackedMatrix& w, const at::Tensor& bias) {
   return packed_linear_on_path(path, default_isa(), x, w, bias);
@@ -320,8 +327,8 @@ std::vector<at::Tensor> packed_linear_many(const at::Tensor& x, const std::vecto
     const PackedMatrix& w = *ws[i];
     const PackedKernels* k = fused_kernels(w.type);
     const at::Tensor b = bias_of(i);
-    if (k == nullptr || M > fused_max_rows(w.type) || w.cols != x.size(1) || w.cols == 0 || w.rows == 0 ||
-        (b.defined() && (b.dim() != 1 || b.size(0) != w.rows)))
+    if (k == nullptr || M > fused_max_rows(w.type, default_isa()) || w.cols != x.size(1) || w.cols == 0 ||
+        w.rows == 0 || (b.defined() && (b.dim() != 1 || b.size(0) != w.rows)))
       return one_call_each();  // packed_linear takes them, or names what is wrong
     parts.push_back({k, &w, b.defined() ? b.to(at::kFloat).contiguous() : b, units});
     const int64_t u = (w.rows + kRowsPerUnit - 1) / kRowsPerUnit;

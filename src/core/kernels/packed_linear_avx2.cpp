@@ -47,6 +47,33 @@ NNSIGHT_AVX2_INLINE __m256 high8_u(__m128i v) { return low8_u(_mm_unpackhi_epi64
 NNSIGHT_AVX2_INLINE __m256 low8_s(__m128i v) { return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(v)); }
 NNSIGHT_AVX2_INLINE __m256 high8_s(__m128i v) { return low8_s(_mm_unpackhi_epi64(v, v)); }
 
+// 8 bytes at p widened to 8 x int32 (zero- / sign-extended), the load folded
+// into the widening.
+NNSIGHT_AVX2_INLINE __m256i widen_u8(const uint8_t* p) {
+  return _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
+}
+NNSIGHT_AVX2_INLINE __m256i widen_s8(const uint8_t* p) {
+  return _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
+}
+
+// The float at p in all 8 lanes, broadcast by the load itself: the scales are
+// converted once per block and stored, so that the tile's vector pipes do not
+// also broadcast them (a register broadcast is a shuffle, as the widenings
+// are). Written in asm because GCC would keep the value in a register.
+NNSIGHT_AVX2_INLINE __m256 broadcast(const float* p) {
+  __m256 r;
+  asm("vbroadcastss %1, %0" : "=x"(r) : "m"(*p));
+  return r;
+}
+
+// The first two f16 at p, converted together (one conversion for a block's
+// d and m).
+NNSIGHT_AVX2_INLINE void halves2(const uint8_t* p, float* out) {
+  uint32_t h;
+  std::memcpy(&h, p, 4);
+  _mm_storel_pi(reinterpret_cast<__m64*>(out), _mm_cvtph_ps(_mm_cvtsi32_si128(static_cast<int>(h))));
+}
+
 // The low and the high nibbles of 16 bytes, one per byte.
 NNSIGHT_AVX2_INLINE __m128i low_nibbles(__m128i q) { return _mm_and_si128(q, _mm_set1_epi8(0x0F)); }
 NNSIGHT_AVX2_INLINE __m128i high_nibbles(__m128i q) { return _mm_and_si128(_mm_srli_epi16(q, 4), _mm_set1_epi8(0x0F)); }
@@ -63,46 +90,53 @@ NNSIGHT_AVX2_INLINE __m128i fifth_bits(uint32_t qh, int j0) {
 // Each type: kBlock elements in kBytes bytes; load() reads a block's scales,
 // group(s, g, w) yields its g-th 32 weights in k order as w[0..3] (8 each).
 
+// Q4_0 / Q4_1: bytes 0-7 of the nibbles hold elements 0-7 (low nibbles) and
+// 16-23 (high), bytes 8-15 elements 8-15 and 24-31: each half widened once
+// from memory, the nibbles then split in 32-bit lanes.
 struct Q4_0 {
   static constexpr int kBlock = 32, kBytes = 18;
   struct State {
-    __m256 d;
+    float d[2];  // the scale (and the next f16, unused)
     const uint8_t* qs;
   };
   NNSIGHT_AVX2_INLINE static void load(const uint8_t* b, State& s) {
-    s.d = _mm256_set1_ps(half(b));
+    halves2(b, s.d);
     s.qs = b + 2;
   }
   // d * (nibble - 8), the subtraction in integers as the reference's.
   NNSIGHT_AVX2_INLINE static void group(const State& s, int, __m256* w) {
-    const __m128i q = load16(s.qs), eight = _mm_set1_epi8(8);
-    const __m128i lo = _mm_sub_epi8(low_nibbles(q), eight), hi = _mm_sub_epi8(high_nibbles(q), eight);
-    w[0] = _mm256_mul_ps(s.d, low8_s(lo));
-    w[1] = _mm256_mul_ps(s.d, high8_s(lo));
-    w[2] = _mm256_mul_ps(s.d, low8_s(hi));
-    w[3] = _mm256_mul_ps(s.d, high8_s(hi));
+    const __m256 d = broadcast(s.d);
+    const __m256i mask = _mm256_set1_epi32(0x0F), eight = _mm256_set1_epi32(8);
+#pragma GCC unroll 2
+    for (int h = 0; h < 2; ++h) {
+      const __m256i q = widen_u8(s.qs + 8 * h);
+      w[h] = _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_and_si256(q, mask), eight)));
+      w[2 + h] = _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_srli_epi32(q, 4), eight)));
+    }
   }
 };
 
 struct Q4_1 {
   static constexpr int kBlock = 32, kBytes = 20;
   struct State {
-    __m256 d, m;
+    float dm[2];  // d, m
     const uint8_t* qs;
   };
   NNSIGHT_AVX2_INLINE static void load(const uint8_t* b, State& s) {
-    s.d = _mm256_set1_ps(half(b));
-    s.m = _mm256_set1_ps(half(b + 2));
+    halves2(b, s.dm);
     s.qs = b + 4;
   }
   // d * nibble + m: d * nibble is exact (11 x 4 bits), so the FMA rounds as
   // the reference's multiply-then-add.
   NNSIGHT_AVX2_INLINE static void group(const State& s, int, __m256* w) {
-    const __m128i q = load16(s.qs), lo = low_nibbles(q), hi = high_nibbles(q);
-    w[0] = _mm256_fmadd_ps(s.d, low8_u(lo), s.m);
-    w[1] = _mm256_fmadd_ps(s.d, high8_u(lo), s.m);
-    w[2] = _mm256_fmadd_ps(s.d, low8_u(hi), s.m);
-    w[3] = _mm256_fmadd_ps(s.d, high8_u(hi), s.m);
+    const __m256 d = broadcast(s.dm), m = broadcast(s.dm + 1);
+    const __m256i mask = _mm256_set1_epi32(0x0F);
+#pragma GCC unroll 2
+    for (int h = 0; h < 2; ++h) {
+      const __m256i q = widen_u8(s.qs + 8 * h);
+      w[h] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(_mm256_and_si256(q, mask)), m);
+      w[2 + h] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(_mm256_srli_epi32(q, 4)), m);
+    }
   }
 };
 
@@ -156,19 +190,17 @@ using Q5_1 = Q5_01<true>;
 struct Q8_0 {
   static constexpr int kBlock = 32, kBytes = 34;
   struct State {
-    __m256 d;
+    float d[2];  // the scale (and the first two weights as an f16, unused)
     const uint8_t* qs;
   };
   NNSIGHT_AVX2_INLINE static void load(const uint8_t* b, State& s) {
-    s.d = _mm256_set1_ps(half(b));
+    halves2(b, s.d);
     s.qs = b + 2;
   }
   NNSIGHT_AVX2_INLINE static void group(const State& s, int, __m256* w) {
-    const __m128i q0 = load16(s.qs), q1 = load16(s.qs + 16);
-    w[0] = _mm256_mul_ps(s.d, low8_s(q0));
-    w[1] = _mm256_mul_ps(s.d, high8_s(q0));
-    w[2] = _mm256_mul_ps(s.d, low8_s(q1));
-    w[3] = _mm256_mul_ps(s.d, high8_s(q1));
+    const __m256 d = broadcast(s.d);
+#pragma GCC unroll 4
+    for (int c = 0; c < 4; ++c) w[c] = _mm256_mul_ps(d, _mm256_cvtepi32_ps(widen_s8(s.qs + 8 * c)));
   }
 };
 
@@ -196,22 +228,20 @@ struct QK45 {
     s.qs = b + (kFive ? 48 : 16);
   }
   NNSIGHT_AVX2_INLINE static void group(const State& s, int sub, __m256* w) {
-    const __m128i* p = reinterpret_cast<const __m128i*>(s.qs + 32 * (sub / 2));
-    const __m128i q0 = _mm_loadu_si128(p), q1 = _mm_loadu_si128(p + 1);
-    __m128i v0 = sub % 2 == 0 ? low_nibbles(q0) : high_nibbles(q0);
-    __m128i v1 = sub % 2 == 0 ? low_nibbles(q1) : high_nibbles(q1);
-    if constexpr (kFive) {
-      // Bit `sub` of qh[l] is element l's fifth bit: moved to bit 4.
-      const __m128i* h = reinterpret_cast<const __m128i*>(s.qh);
-      const __m128i bit = _mm_set1_epi8(static_cast<char>(1 << sub)), sixteen = _mm_set1_epi8(16);
-      v0 = _mm_or_si128(v0, _mm_and_si128(_mm_cmpeq_epi8(_mm_and_si128(_mm_loadu_si128(h), bit), bit), sixteen));
-      v1 = _mm_or_si128(v1, _mm_and_si128(_mm_cmpeq_epi8(_mm_and_si128(_mm_loadu_si128(h + 1), bit), bit), sixteen));
+    const uint8_t* p = s.qs + 32 * (sub / 2);
+    const __m256 d = broadcast(&s.d[sub]), m = broadcast(&s.m[sub]);
+    const __m256i mask = _mm256_set1_epi32(0x0F);
+#pragma GCC unroll 4
+    for (int c = 0; c < 4; ++c) {
+      const __m256i q = widen_u8(p + 8 * c);
+      __m256i v = sub % 2 == 0 ? _mm256_and_si256(q, mask) : _mm256_srli_epi32(q, 4);
+      if constexpr (kFive) {
+        // Bit `sub` of qh[l] is element l's fifth bit: moved to bit 4.
+        const __m256i hb = _mm256_srli_epi32(widen_u8(s.qh + 8 * c), sub);
+        v = _mm256_or_si256(v, _mm256_slli_epi32(_mm256_and_si256(hb, _mm256_set1_epi32(1)), 4));
+      }
+      w[c] = _mm256_fmsub_ps(d, _mm256_cvtepi32_ps(v), m);
     }
-    const __m256 d = _mm256_set1_ps(s.d[sub]), m = _mm256_set1_ps(s.m[sub]);
-    w[0] = _mm256_fmsub_ps(d, low8_u(v0), m);
-    w[1] = _mm256_fmsub_ps(d, high8_u(v0), m);
-    w[2] = _mm256_fmsub_ps(d, low8_u(v1), m);
-    w[3] = _mm256_fmsub_ps(d, high8_u(v1), m);
   }
 };
 using Q4_K = QK45<false>;
@@ -245,7 +275,7 @@ struct Q6_K {
       const __m128i hb = _mm_loadu_si128(qh + part);
       const __m128i top = 2 * q >= 4 ? _mm_srli_epi16(hb, 2 * q - 4) : _mm_slli_epi16(hb, 4 - 2 * q);
       const __m128i v = _mm_sub_epi8(_mm_or_si128(nib, _mm_and_si128(top, two)), bias);
-      const __m256 d = _mm256_set1_ps(s.ds[8 * h + 2 * q + part]);
+      const __m256 d = broadcast(&s.ds[8 * h + 2 * q + part]);
       w[2 * part] = _mm256_mul_ps(d, low8_s(v));
       w[2 * part + 1] = _mm256_mul_ps(d, high8_s(v));
     }
