@@ -129,12 +129,23 @@ void register_all() {
 }
 
 // Console output as usual, plus the markdown table at the end.
+// Whether a run failed: Google Benchmark 1.7 (Debian 12) says error_occurred,
+// 1.8 and later say skipped.
+template <class R>
+auto failed(const R& r, int) -> decltype(bool(r.error_occurred)) {
+  return r.error_occurred;
+}
+template <class R>
+bool failed(const R& r, long) {
+  return static_cast<int>(r.skipped) != 0;
+}
+
 class TableReporter : public benchmark::ConsoleReporter {
  public:
   void ReportRuns(const std::vector<Run>& runs) override {
     ConsoleReporter::ReportRuns(runs);
     for (const Run& r : runs) {
-      if (r.run_type != Run::RT_Iteration || r.error_occurred) continue;
+      if (r.run_type != Run::RT_Iteration || failed(r, 0)) continue;
       const std::string& fn = r.run_name.function_name;
       if (!registry().count(fn)) continue;
       const double us = r.GetAdjustedRealTime();
