@@ -49,11 +49,11 @@ const Tokenizer& smollm2() {
 
 std::vector<std::string> strings() { return golden()["strings"].get<std::vector<std::string>>(); }
 
-const json& variant(const std::string& name) {
+const json& variant(const char* name) {
   for (const json& v : golden()["variants"]) {
     if (v["name"] == name) return v;
   }
-  throw std::runtime_error("no variant " + name);
+  throw std::runtime_error(std::string("no variant ") + name);
 }
 
 void expect_golden_ids(const Tokenizer& t, const json& v) {
