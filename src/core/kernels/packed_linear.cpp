@@ -34,7 +34,7 @@ constexpr int64_t kRowsPerUnit = 16;
 // per row tile, in registers); with more, decoding a block of rows once into
 // a float buffer and running the float32 tiles over it is faster, as the
 // decode is shared by every row of x. Both give the same bits. Measured per
-// type (two threads, weights from memory, fused against Tiles). AVX-512:
+// type (two threads, fused against Tiles; bench/packed_paths_bench). AVX-512:
 // Q8_0's decode is one convert and one multiply, and its fused tiles stay
 // ahead to 32 rows (an LM head [49152, 576] at 16 rows 4.9-5.1 against
 // 6.1-6.2 ms, at 32 rows 9.7 against 10.6 ms); Q4_0 / Q4_1 to 16 (a decode
