@@ -27,6 +27,7 @@
 
 #include "core/kernels/linear_store_avx2.h"
 #include "core/kernels/packed_decode.h"
+#include "core/kernels/packed_kscales.h"
 
 // F16C converts the f16 scales (every AVX2 CPU has it): exact like
 // half_to_float (a signalling NaN scale comes out quieted: NaN weights either way).
@@ -212,18 +213,13 @@ template <bool kFive>
 struct QK45 {
   static constexpr int kBlock = 256, kBytes = kFive ? 176 : 144;
   struct State {
-    float d[8], m[8];
+    alignas(32) float d[8];
+    alignas(32) float m[8];
     const uint8_t* qh;  // Q5_K only
     const uint8_t* qs;
   };
   NNSIGHT_AVX2_INLINE static void load(const uint8_t* b, State& s) {
-    const float d = half(b), dmin = half(b + 2);
-    for (int j = 0; j < 8; ++j) {
-      uint8_t sc, mn;
-      k_scale_min(b + 4, j, &sc, &mn);
-      s.d[j] = d * static_cast<float>(sc);
-      s.m[j] = dmin * static_cast<float>(mn);
-    }
+    k_scales(b, s.d, s.m);
     s.qh = b + 16;
     s.qs = b + (kFive ? 48 : 16);
   }

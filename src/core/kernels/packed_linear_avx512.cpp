@@ -27,6 +27,7 @@
 
 #include "core/kernels/linear_store_avx512.h"
 #include "core/kernels/packed_decode.h"
+#include "core/kernels/packed_kscales.h"
 
 // F16C converts the f16 scales (every AVX-512 CPU has it). Its conversion is
 // exact like half_to_float's; only a signalling NaN scale comes out quieted
@@ -268,26 +269,9 @@ struct QK45 {
     const uint8_t* qh;  // Q5_K only
     const uint8_t* qs;
   };
-  // The eight 6-bit scales and mins (k_scale_min's packing of 12 bytes)
-  // widened together rather than one by one: d * scale and dmin * min are the
-  // same float products.
+  // The eight scales and mins widened together (packed_kscales.h).
   NNSIGHT_AVX512_INLINE static void load(const uint8_t* b, State& s) {
-    // Bytes 4..19 of the block: the 12 scale bytes, then 4 of the next field (unused).
-    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 4));
-    // a: scale 0-3 from bytes 0-3, scale 4-7 low bits from bytes 8-11, min 0-3
-    // from bytes 4-7, min 4-7 low bits from the high nibbles of bytes 8-11;
-    // t: the two high bits of scale / min 4-7 from the top of bytes 0-3 / 4-7.
-    const __m128i a = _mm_shuffle_epi8(v, _mm_setr_epi8(0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 8, 9, 10, 11));
-    const __m128i t = _mm_shuffle_epi8(v, _mm_setr_epi8(-1, -1, -1, -1, 0, 1, 2, 3, -1, -1, -1, -1, 4, 5, 6, 7));
-    const __m128i low = _mm_and_si128(a, _mm_setr_epi8(63, 63, 63, 63, 15, 15, 15, 15, 63, 63, 63, 63, 0, 0, 0, 0));
-    const __m128i high_nibble =
-        _mm_and_si128(_mm_srli_epi16(a, 4), _mm_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 15, 15, 15, 15));
-    const __m128i top = _mm_slli_epi16(_mm_and_si128(_mm_srli_epi16(t, 6), _mm_set1_epi8(3)), 4);
-    const __m128i sm = _mm_or_si128(_mm_or_si128(low, high_nibble), top);  // scales 0-7, mins 0-7
-    const __m256 sc = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(sm));
-    const __m256 mn = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(sm, 8)));
-    _mm256_store_ps(s.d, _mm256_mul_ps(_mm256_set1_ps(_cvtsh_ss(load_u16(b))), sc));
-    _mm256_store_ps(s.m, _mm256_mul_ps(_mm256_set1_ps(_cvtsh_ss(load_u16(b + 2))), mn));
+    k_scales(b, s.d, s.m);
     s.qh = b + 16;
     s.qs = b + (kFive ? 48 : 16);
   }
