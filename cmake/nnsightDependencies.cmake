@@ -115,7 +115,18 @@ endif()
 include(CheckCXXSourceCompiles)
 find_library(NNSIGHT_TORCH_CPU_LIBRARY torch_cpu HINTS "${TORCH_INSTALL_PREFIX}/lib")
 find_library(NNSIGHT_C10_LIBRARY c10 HINTS "${TORCH_INSTALL_PREFIX}/lib")
-set(CMAKE_REQUIRED_INCLUDES ${TORCH_INCLUDE_DIRS})
+# LibTorch's ProcessGroupGloo.hpp includes gloo's own headers, which the
+# torch wheels do not ship (Debian's libgloo-dev has them; on a machine
+# without it, scripts/gpu-deps unpacks them into a prefix on
+# CMAKE_PREFIX_PATH, where the compiler does not look by itself).
+find_path(NNSIGHT_GLOO_INCLUDE_DIR gloo/algorithm.h HINTS ${TORCH_INCLUDE_DIRS})
+set(NNSIGHT_GLOO_INCLUDE_DIRS)
+# (Not a directory the compiler searches anyway: -I/usr/include breaks
+# libstdc++'s #include_next.)
+if(NNSIGHT_GLOO_INCLUDE_DIR AND NOT NNSIGHT_GLOO_INCLUDE_DIR IN_LIST CMAKE_CXX_IMPLICIT_INCLUDE_DIRECTORIES)
+  set(NNSIGHT_GLOO_INCLUDE_DIRS ${NNSIGHT_GLOO_INCLUDE_DIR})
+endif()
+set(CMAKE_REQUIRED_INCLUDES ${TORCH_INCLUDE_DIRS} ${NNSIGHT_GLOO_INCLUDE_DIRS})
 # torch_cpu's own definitions (USE_C10D_GLOO and friends) gate the headers.
 get_target_property(_nnsight_torch_defs torch_cpu INTERFACE_COMPILE_DEFINITIONS)
 set(CMAKE_REQUIRED_DEFINITIONS)
