@@ -231,14 +231,13 @@ int main(int argc, char** argv) {
   c10::InferenceMode guard;
   const int64_t rss0 = status_kb("VmRSS:");
   const auto t0 = clock_type::now();
-  runner::Engine engine(
-      EngineArgs()
-          .model(path)
-          .max_num_seqs(64)
-          .kv_cache_memory_mb(256)
-          .enable_prefix_caching(false)
-          .show_progress(false)
-          .num_threads(threads));
+  runner::Engine engine(EngineArgs()
+                            .model(path)
+                            .max_num_seqs(64)
+                            .kv_cache_memory_mb(256)
+                            .enable_prefix_caching(false)
+                            .show_progress(false)
+                            .num_threads(threads));
   const double load_s = seconds_since(t0);
   std::printf("load: %.2f s, resident %.2f GB -> %.2f GB\n", load_s, rss0 / 1e6, status_kb("VmRSS:") / 1e6);
   std::mt19937_64 rng(3);
