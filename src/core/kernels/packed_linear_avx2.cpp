@@ -94,8 +94,9 @@ NNSIGHT_AVX2_INLINE __m128i fifth_bits(uint32_t qh, int j0) {
 // Q4_0 / Q4_1: bytes 0-7 of the nibbles hold elements 0-7 (low nibbles) and
 // 16-23 (high), bytes 8-15 elements 8-15 and 24-31: each half widened once
 // from memory, the nibbles then split in 32-bit lanes.
-struct Q4_0 {
-  static constexpr int kBlock = 32, kBytes = 18;
+// Q4_0 and Q8_0: a block is one f16 scale, then its values.
+struct ScaleFirst {
+  static constexpr int kBlock = 32;
   struct State {
     float d[2];  // the scale (and the next f16, unused)
     const uint8_t* qs;
@@ -104,6 +105,10 @@ struct Q4_0 {
     halves2(b, s.d);
     s.qs = b + 2;
   }
+};
+
+struct Q4_0 : ScaleFirst {
+  static constexpr int kBytes = 18;
   // d * (nibble - 8), the subtraction in integers as the reference's.
   NNSIGHT_AVX2_INLINE static void group(const State& s, int, __m256* w) {
     const __m256 d = broadcast(s.d);
@@ -188,16 +193,8 @@ struct Q5_01 {
 using Q5_0 = Q5_01<false>;
 using Q5_1 = Q5_01<true>;
 
-struct Q8_0 {
-  static constexpr int kBlock = 32, kBytes = 34;
-  struct State {
-    float d[2];  // the scale (and the first two weights as an f16, unused)
-    const uint8_t* qs;
-  };
-  NNSIGHT_AVX2_INLINE static void load(const uint8_t* b, State& s) {
-    halves2(b, s.d);
-    s.qs = b + 2;
-  }
+struct Q8_0 : ScaleFirst {
+  static constexpr int kBytes = 34;
   NNSIGHT_AVX2_INLINE static void group(const State& s, int, __m256* w) {
     const __m256 d = broadcast(s.d);
 #pragma GCC unroll 4
