@@ -7,6 +7,7 @@
 
 #include <nnsight/error.hpp>
 
+#include "core/available_memory.h"
 #include "core/model_path.h"
 #include "core/progress.h"
 #include "core/weight_source.h"
@@ -38,14 +39,31 @@ int64_t max_model_len_for(const EngineArgs& args, const ModelConfig& config) {
 }
 
 int64_t kv_blocks_for(const EngineArgs& args, const CausalLM& model) {
-  if (args.num_kv_blocks() > 0) return args.num_kv_blocks();
   const int64_t elem = static_cast<int64_t>(c10::elementSize(c10::typeMetaToScalarType(model.options().dtype())));
   const int64_t per_block =
       2 * model.num_layers() * args.block_size() * model.local_kv_heads() * model.head_dim() * elem;
-  const int64_t blocks = args.kv_cache_memory_mb() * (int64_t(1) << 20) / per_block;
+  const bool explicit_blocks = args.num_kv_blocks() > 0;
+  const int64_t blocks =
+      explicit_blocks ? args.num_kv_blocks() : args.kv_cache_memory_mb() * (int64_t(1) << 20) / per_block;
   if (blocks < 1)
     throw ConfigError("EngineArgs.kv_cache_memory_mb (" + std::to_string(args.kv_cache_memory_mb()) +
                       ") holds no KV-cache block of " + std::to_string(per_block) + " bytes");
+  // On the CPU the cache takes memory only as blocks are first written
+  // (KVCache::allocate), so a budget the machine cannot hold would not fail
+  // here but kill the process once enough tokens were cached.
+  if (model.options().device().is_cpu()) {
+    const std::optional<int64_t> avail = available_memory_bytes();
+    if (avail && blocks > *avail / per_block) {
+      const auto mb = [](int64_t bytes) { return std::to_string(bytes >> 20) + " MB"; };
+      const std::string field =
+          explicit_blocks ? "EngineArgs.num_kv_blocks (" + std::to_string(blocks) + ")"
+                          : "EngineArgs.kv_cache_memory_mb (" + std::to_string(args.kv_cache_memory_mb()) + ")";
+      throw ConfigError(field + " asks for a KV cache of " + std::to_string(blocks) + " blocks of " +
+                        std::to_string(per_block) + " bytes, more than the " + mb(*avail) +
+                        " of memory this process has available (MemAvailable, or its cgroup's limit); "
+                        "lower it");
+    }
+  }
   return blocks;
 }
 

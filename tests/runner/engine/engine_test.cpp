@@ -155,6 +155,22 @@ TEST(Stopping, MaxTokensStopIdsAndAbort) {
   EXPECT_FALSE(engine->has_unfinished());
 }
 
+// The KV cache takes memory lazily on the CPU, so a budget the machine cannot
+// hold is refused when the engine starts, naming the setting.
+TEST(Params, KvCacheLargerThanTheMachineIsRefused) {
+  const auto expect_refused = [](const EngineArgs& args, const std::string& field) {
+    try {
+      tiny_engine(args, tiny_llama());
+      ADD_FAILURE() << "no error for " << field;
+    } catch (const ConfigError& e) {
+      EXPECT_NE(std::string(e.what()).find(field), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("available"), std::string::npos) << e.what();
+    }
+  };
+  expect_refused(EngineArgs().kv_cache_memory_mb(int64_t(1) << 30), "kv_cache_memory_mb");  // 1 PiB
+  expect_refused(EngineArgs().num_kv_blocks(int64_t(1) << 40), "num_kv_blocks");
+}
+
 TEST(Params, BadValuesNameTheField) {
   auto expect_msg = [](const SamplingParams& p, const std::string& field) {
     try {
