@@ -8,6 +8,8 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <memory>
+#include <atomic>
 #include <type_traits>
 #include <vector>
 
@@ -66,11 +68,108 @@ constexpr bool kVectorRows = std::is_same_v<scalar_t, float> || std::is_same_v<s
 // core on the machines measured).
 constexpr int64_t kPrefetchBytes = int64_t(256) << 10;
 
-// One (sequence, head) pair per work item; each query row of that sequence
-// is computed with a two-pass softmax in float, whatever the storage dtype.
-// Per query row the order of every reduction depends only on head_dim and on
-// the row's own keys (positions 0..p in order), so a token's output does not
-// depend on which other sequences or tokens share the batch.
+// Keys per partial softmax. A query row's keys [first, p] are cut at
+// multiples of kKeyChunk (absolute positions, so the cut depends only on the
+// row's own keys); each piece j gives a partial (its scores' maximum m_j,
+// the sum s_j of exp(score - m_j), and acc_j = sum of exp(score - m_j) *
+// value), and the row's output is sum_j w_j acc_j / sum_j w_j s_j with w_j =
+// exp(m_j - max_j m_j), summed in order j = 0, 1, .... With a single piece
+// (every context up to kKeyChunk keys) that is acc / s exactly, the plain
+// two-pass softmax. The pieces let a decode step's few rows spread over the
+// threads by key ranges: with one work item per (sequence, head), batch-1
+// decode of the default model (9 heads over 3 KV heads, two threads) had
+// each thread read two of the three KV heads' rows, and a head's rows were
+// long streams read once per head of its group.
+constexpr int64_t kKeyChunk = 256;
+
+// Partials a step may keep for the split form (bytes); beyond it (long
+// prefills), each (sequence, head) item computes its rows' pieces in turn.
+constexpr int64_t kMaxPartialBytes = int64_t(2) << 20;
+
+// Below this many (sequence, head) items per thread, work is split by key pieces.
+constexpr int64_t kItemsPerThread = 8;
+
+// One piece's partial: m, s, then acc[d].
+inline int64_t partial_floats(int64_t d) { return d + 2; }
+
+// Scores of query row q (float, scaled) against key rows [0, n) of kr
+// (soft-capped when cap > 0). Each score depends only on its own key row,
+// so a row's scores are the same computed in one call or piece by piece.
+template <typename scalar_t>
+void row_scores(const float* q, const void* const* kr, int64_t n, int64_t d, float cap, float* scores) {
+  if constexpr (kVectorRows<scalar_t>) {
+    dot_rows(q, kr, std::is_same_v<scalar_t, float> ? RowType::F32 : RowType::BF16, n, d, scores);
+  } else {
+    for (int64_t j = 0; j < n; ++j) {
+      const scalar_t* krow = static_cast<const scalar_t*>(kr[j]);
+      float dot = 0.f;
+      for (int64_t x = 0; x < d; ++x) dot += q[x] * static_cast<float>(krow[x]);
+      scores[j] = dot;
+    }
+  }
+  if (cap > 0.f) {
+    for (int64_t j = 0; j < n; ++j) scores[j] = cap * std::tanh(scores[j] / cap);
+  }
+}
+
+// A piece's partial from its n scores (overwritten) and value rows vr:
+// writes m, s and acc[d] to out.
+template <typename scalar_t>
+void piece_partial(float* scores, const void* const* vr, int64_t n, int64_t d, float* out) {
+  out[1] = exp_shifted_sum(scores, n, &out[0]);
+  float* acc = out + 2;
+  std::fill(acc, acc + d, 0.f);
+  if constexpr (kVectorRows<scalar_t>) {
+    axpy_rows(scores, vr, std::is_same_v<scalar_t, float> ? RowType::F32 : RowType::BF16, n, d, acc);
+  } else {
+    for (int64_t j = 0; j < n; ++j) {
+      const float w = scores[j];
+      const scalar_t* vrow = static_cast<const scalar_t*>(vr[j]);
+      for (int64_t x = 0; x < d; ++x) acc[x] += w * static_cast<float>(vrow[x]);
+    }
+  }
+}
+
+// A row's output from its pieces' partials (n of them, `stride` floats
+// apart, in key order). sum: scratch of d floats; w, rows: of n.
+template <typename scalar_t>
+void merge_partials(const float* parts, int64_t n, int64_t stride, int64_t d, float* sum, float* w, const void** rows,
+                    scalar_t* out) {
+  if (n == 1) {  // what the general form computes then (w = 1, total = s, sum = acc), without its steps
+    const float inv = 1.f / parts[1];
+    for (int64_t x = 0; x < d; ++x) out[x] = static_cast<scalar_t>(parts[2 + x] * inv);
+    return;
+  }
+  float top = parts[0];
+  for (int64_t j = 1; j < n; ++j) top = std::max(top, parts[j * stride]);
+  float total = 0.f;
+  for (int64_t j = 0; j < n; ++j) {
+    const float* p = parts + j * stride;
+    w[j] = std::exp(p[0] - top);
+    total += w[j] * p[1];
+    rows[j] = p + 2;
+  }
+  std::fill(sum, sum + d, 0.f);
+  axpy_rows(w, rows, RowType::F32, n, d, sum);  // sum[x] = sum_j w[j] acc_j[x], j in order
+  const float inv = 1.f / total;
+  for (int64_t x = 0; x < d; ++x) out[x] = static_cast<scalar_t>(sum[x] * inv);
+}
+
+// Per query row: positions [first, p] of its keys and the pieces they span.
+struct RowKeys {
+  int64_t first, last;  // key positions, inclusive
+  int64_t piece_begin, piece_end;
+};
+inline RowKeys row_keys(int64_t p, int64_t window) {
+  const int64_t first = window > 0 ? std::max<int64_t>(0, p - window + 1) : 0;
+  return RowKeys{first, p, first / kKeyChunk, p / kKeyChunk + 1};
+}
+
+// Every reduction of a query row depends only on head_dim and on the row's
+// own keys (positions and values), so a token's output does not depend on
+// which other sequences or tokens share the batch, nor on how the work was
+// split: both schedules below compute the same pieces with piece_partial and
+// merge them with merge_partials.
 template <typename scalar_t>
 void attention_cpu(const at::Tensor& q, const KVCache& cache, const batching::BatchMeta& meta, float scale,
                    const AttentionOptions& opt, at::Tensor& out) {
@@ -88,18 +187,18 @@ void attention_cpu(const at::Tensor& q, const KVCache& cache, const batching::Ba
   const int32_t* bt = meta.block_tables.data_ptr<int32_t>();
   const auto& qs = meta.query_start_host;
   const auto& ctx = meta.context_lens_host;
-  const RowType row_type = std::is_same_v<scalar_t, float> ? RowType::F32 : RowType::BF16;
+  const int64_t pf = partial_floats(d);
+  const int64_t row_bytes = d * static_cast<int64_t>(sizeof(scalar_t));
 
-  // The rows of (sequence s, KV head g) its queries read, into L2: [first
-  // key of the earliest query, context).
-  const auto prefetch_rows = [&](int64_t s, int64_t g, int64_t& budget) {
-    const int64_t q_len = qs[s + 1] - qs[s], context = ctx[s];
-    const int64_t first = window > 0 ? std::max<int64_t>(0, context - q_len - window + 1) : 0;
-    const int64_t row_bytes = d * static_cast<int64_t>(sizeof(scalar_t));
-    for (int64_t j = first; j < context && budget > 0; ++j, budget -= 2 * row_bytes) {
-      const int64_t slot = static_cast<int64_t>(bt[s * bt_stride + j / bs]) * bs + j % bs;
-      const char* k = reinterpret_cast<const char*>(kp + (slot * kvh + g) * d);
-      const char* v = reinterpret_cast<const char*>(vp + (slot * kvh + g) * d);
+  const auto key_row = [&](int64_t s, int64_t g, int64_t j, const scalar_t* base) {
+    const int64_t slot = static_cast<int64_t>(bt[s * bt_stride + j / bs]) * bs + j % bs;
+    return base + (slot * kvh + g) * d;
+  };
+  // Key and value rows [from, to) of (sequence s, KV head g) into L2, up to `budget` bytes.
+  const auto prefetch_rows = [&](int64_t s, int64_t g, int64_t from, int64_t to, int64_t& budget) {
+    for (int64_t j = from; j < to && budget > 0; ++j, budget -= 2 * row_bytes) {
+      const char* k = reinterpret_cast<const char*>(key_row(s, g, j, kp));
+      const char* v = reinterpret_cast<const char*>(key_row(s, g, j, vp));
       for (int64_t o = 0; o < row_bytes; o += 64) {
         __builtin_prefetch(k + o, 0, 2);
         __builtin_prefetch(v + o, 0, 2);
@@ -128,88 +227,202 @@ void attention_cpu(const at::Tensor& q, const KVCache& cache, const batching::Ba
   }
   const WarmHint next = detail::record_call_predict_next(kp, reads);
 
+  // Pieces of sequence s: those of its first query row's first key to its
+  // last row's last key (rows' spans only grow with the row).
+  const auto seq_pieces = [&](int64_t s, int64_t& begin, int64_t& end) {
+    const int64_t q_len = qs[s + 1] - qs[s], cached = ctx[s] - q_len;
+    begin = row_keys(cached, window).piece_begin;
+    end = row_keys(cached + q_len - 1, window).piece_end;
+  };
+  int64_t partial_bytes = 0, units = 0, most_pieces = 0;
+  for (int64_t s = 0; s < num_seqs; ++s) {
+    const int64_t q_len = qs[s + 1] - qs[s];
+    if (q_len == 0) continue;
+    int64_t b = 0, e = 0;
+    seq_pieces(s, b, e);
+    partial_bytes += q_len * num_heads * (e - b) * pf * static_cast<int64_t>(sizeof(float));
+    units += (e - b) * num_heads;
+    most_pieces = std::max(most_pieces, e - b);
+  }
+
+  // The split form where (sequence, head) items alone would leave threads
+  // idle or unevenly loaded; with many items it only adds pieces' partials
+  // to store (batch 8, 512 keys: 7-10 % slower than one item per pair).
+  if (most_pieces > 1 && partial_bytes <= kMaxPartialBytes &&
+      num_seqs * num_heads < kItemsPerThread * parallel_threads()) {
+    // Split form: one work item per (sequence, piece, head), heads of a KV
+    // head next to each other; each item computes its piece's partial for
+    // every query row of the sequence that reaches it, and the item that
+    // completes a row's last missing piece merges the row. Partials live in
+    // the calling thread's scratch: [row, head, piece of the sequence].
+    thread_local std::vector<float> partials;
+    thread_local std::unique_ptr<std::atomic<int32_t>[]> missing;  // per (row, head): pieces not yet computed
+    thread_local int64_t missing_size = 0;
+    thread_local std::vector<int64_t> unit_start, part_base, piece_first;  // per sequence
+    const int64_t rows = q.size(0);
+    partials.resize(static_cast<size_t>(partial_bytes / static_cast<int64_t>(sizeof(float))));
+    if (missing_size < rows * num_heads) {
+      missing.reset(new std::atomic<int32_t>[static_cast<size_t>(rows * num_heads)]);
+      missing_size = rows * num_heads;
+    }
+    unit_start.assign(static_cast<size_t>(num_seqs + 1), 0);
+    part_base.assign(static_cast<size_t>(num_seqs), 0);
+    piece_first.assign(static_cast<size_t>(num_seqs), 0);
+    int64_t u = 0, base = 0;
+    for (int64_t s = 0; s < num_seqs; ++s) {
+      unit_start[s] = u;
+      const int64_t q_len = qs[s + 1] - qs[s];
+      if (q_len == 0) continue;
+      int64_t b = 0, e = 0;
+      seq_pieces(s, b, e);
+      piece_first[s] = b;
+      part_base[s] = base;
+      base += q_len * num_heads * (e - b) * pf;
+      u += (e - b) * num_heads;
+      for (int64_t i = 0; i < q_len; ++i) {
+        const RowKeys rk = row_keys(ctx[s] - q_len + i, window);
+        for (int64_t h = 0; h < num_heads; ++h)
+          missing[(qs[s] + i) * num_heads + h].store(static_cast<int32_t>(rk.piece_end - rk.piece_begin),
+                                                     std::memory_order_relaxed);
+      }
+    }
+    unit_start[num_seqs] = u;
+    // The calling thread's scratch, by pointer: inside the job a
+    // thread_local's name is the running thread's own.
+    float* part = partials.data();
+    std::atomic<int32_t>* miss = missing.get();
+    const int64_t* ustart = unit_start.data();
+    const int64_t* pbase = part_base.data();
+    const int64_t* pfirst = piece_first.data();
+
+    kernels::parallel_for_then_warm(0, units, 1, next, [&](int64_t begin, int64_t end) {
+      thread_local std::vector<float> qf, scores, sum, weights;
+      thread_local std::vector<const void*> krows, vrows, pieces;
+      qf.resize(static_cast<size_t>(d));
+      sum.resize(static_cast<size_t>(d));
+      scores.resize(static_cast<size_t>(kKeyChunk));
+      krows.resize(static_cast<size_t>(kKeyChunk));
+      vrows.resize(static_cast<size_t>(kKeyChunk));
+      int64_t s = 0;
+      // Every key and value row the chunk reads, asked for first (up to
+      // kPrefetchBytes): the weights streamed between two layers' attention
+      // push the cache out of L3, and one piece's loop alone keeps too few
+      // reads in flight to hide the memory's latency.
+      {
+        int64_t budget = kPrefetchBytes, last = -1;
+        for (int64_t item = begin; item < end && budget > 0; ++item) {
+          while (ustart[s + 1] <= item) ++s;
+          const int64_t k = item - ustart[s], j = pfirst[s] + k / num_heads, g = k % num_heads / group;
+          const int64_t key = (s * (int64_t(1) << 40)) + j * kvh + g;
+          if (key == last) continue;
+          last = key;
+          const int64_t q_len = qs[s + 1] - qs[s];
+          prefetch_rows(s, g, std::max(j * kKeyChunk, row_keys(ctx[s] - q_len, window).first),
+                        std::min<int64_t>((j + 1) * kKeyChunk, ctx[s]), budget);
+        }
+      }
+      s = 0;
+      int64_t resolved = -1;
+      for (int64_t item = begin; item < end; ++item) {
+        while (ustart[s + 1] <= item) ++s;
+        const int64_t k = item - ustart[s], jl = k / num_heads, h = k % num_heads, g = h / group;
+        const int64_t j = pfirst[s] + jl;
+        const int64_t q_len = qs[s + 1] - qs[s], cached = ctx[s] - q_len;
+        const int64_t n_pieces = (ustart[s + 1] - ustart[s]) / num_heads;
+        // Rows of this piece, for the whole piece (each query row takes its part).
+        const int64_t lo = j * kKeyChunk, hi = std::min<int64_t>((j + 1) * kKeyChunk, ctx[s]);  // [lo, hi)
+        const int64_t key = (s * (int64_t(1) << 40)) + j * kvh + g;
+        if (key != resolved) {
+          for (int64_t x = lo; x < hi; ++x) {
+            krows[x - lo] = key_row(s, g, x, kp);
+            vrows[x - lo] = key_row(s, g, x, vp);
+          }
+          resolved = key;
+        }
+        for (int64_t i = 0; i < q_len; ++i) {
+          const RowKeys rk = row_keys(cached + i, window);
+          if (j < rk.piece_begin || j >= rk.piece_end) continue;
+          const int64_t a = std::max(lo, rk.first), b = std::min(hi - 1, rk.last);  // keys [a, b]
+          const int64_t t = qs[s] + i;
+          const scalar_t* qrow = qp + (t * num_heads + h) * d;
+          for (int64_t x = 0; x < d; ++x) qf[x] = static_cast<float>(qrow[x]) * scale;
+          float* row_parts = part + pbase[s] + ((i * num_heads + h) * n_pieces) * pf;
+          row_scores<scalar_t>(qf.data(), krows.data() + (a - lo), b - a + 1, d, cap, scores.data());
+          piece_partial<scalar_t>(scores.data(), vrows.data() + (a - lo), b - a + 1, d, row_parts + jl * pf);
+          // The last piece of this (row, head) to finish merges it; the
+          // acquire-release count makes the other threads' partials visible.
+          if (miss[t * num_heads + h].fetch_sub(1, std::memory_order_acq_rel) == 1) {
+            const int64_t first_local = rk.piece_begin - pfirst[s];
+            const int64_t n = rk.piece_end - rk.piece_begin;
+            if (static_cast<int64_t>(weights.size()) < n) {
+              weights.resize(static_cast<size_t>(n));
+              pieces.resize(static_cast<size_t>(n));
+            }
+            merge_partials<scalar_t>(row_parts + first_local * pf, n, pf, d, sum.data(), weights.data(), pieces.data(),
+                                     op + (t * num_heads + h) * d);
+          }
+        }
+      }
+    });
+    return;
+  }
+
+  // Long prefills: one work item per (sequence, head); each query row's
+  // pieces in turn, then its merge.
   kernels::parallel_for_then_warm(0, num_seqs * num_heads, 1, next, [&](int64_t begin, int64_t end) {
-    // Every key and value row the chunk reads is asked for first (up to
-    // kPrefetchBytes): the weights streamed between two layers' attention
-    // push the cache out of L3, and one head's loop alone keeps too few reads
-    // in flight to hide the memory's latency. A decode step's attention at
-    // 128-160 keys, two threads: 25.0-25.3 -> 19.6-20.3 us per layer in
-    // minutes when other tenants loaded the machine (and its memory), 15.6
-    // either way in quiet ones.
     {
       int64_t budget = kPrefetchBytes, last_s = -1, last_g = -1;
       for (int64_t item = begin; item < end && budget > 0; ++item) {
         const int64_t s = item / num_heads, g = item % num_heads / group;
         if (s == last_s && g == last_g) continue;
-        prefetch_rows(s, g, budget);
+        const int64_t q_len = qs[s + 1] - qs[s];
+        if (q_len > 0) prefetch_rows(s, g, row_keys(ctx[s] - q_len, window).first, ctx[s], budget);
         last_s = s;
         last_g = g;
       }
     }
-    // Scratch kept by each thread across calls (query row, scores, output
-    // row, key/value row pointers): at one token a layer's attention is a few
-    // microseconds, and five fresh vectors per chunk were a visible part.
-    thread_local std::vector<float> qf, acc, scores;
-    thread_local std::vector<const void*> krows, vrows;
+    thread_local std::vector<float> qf, sum, scores, parts, weights;
+    thread_local std::vector<const void*> krows, vrows, pieces;
     qf.resize(static_cast<size_t>(d));
-    acc.resize(static_cast<size_t>(d));
+    sum.resize(static_cast<size_t>(d));
     int64_t resolved_s = -1, resolved_g = -1;
     for (int64_t item = begin; item < end; ++item) {
       const int64_t s = item / num_heads, h = item % num_heads, g = h / group;
       const int64_t q_begin = qs[s], q_len = qs[s + 1] - qs[s], context = ctx[s];
       if (q_len == 0) continue;
       const int64_t cached = context - q_len;
-      // Resolve the sequence's key/value rows for this KV head once (the
-      // heads of a group come one after another).
+      if (static_cast<int64_t>(scores.size()) < context) scores.resize(static_cast<size_t>(context));
       if (s != resolved_s || g != resolved_g) {
         krows.resize(static_cast<size_t>(context));
         vrows.resize(static_cast<size_t>(context));
-        for (int64_t j = 0; j < context; ++j) {
-          const int64_t slot = static_cast<int64_t>(bt[s * bt_stride + j / bs]) * bs + j % bs;
-          krows[j] = kp + (slot * kvh + g) * d;
-          vrows[j] = vp + (slot * kvh + g) * d;
+        for (int64_t x = 0; x < context; ++x) {
+          krows[x] = key_row(s, g, x, kp);
+          vrows[x] = key_row(s, g, x, vp);
         }
         resolved_s = s;
         resolved_g = g;
       }
-      scores.resize(static_cast<size_t>(context));
       for (int64_t i = 0; i < q_len; ++i) {
         const int64_t t = q_begin + i;
-        // causal: positions [first, p], first = 0 without a window
-        const int64_t p = cached + i;
-        const int64_t first = window > 0 ? std::max<int64_t>(0, p - window + 1) : 0;
-        const int64_t n_keys = p + 1 - first;
-        const void* const* kr = krows.data() + first;
-        const void* const* vr = vrows.data() + first;
+        const RowKeys rk = row_keys(cached + i, window);
         const scalar_t* qrow = qp + (t * num_heads + h) * d;
         for (int64_t x = 0; x < d; ++x) qf[x] = static_cast<float>(qrow[x]) * scale;
-        if constexpr (kVectorRows<scalar_t>) {
-          dot_rows(qf.data(), kr, row_type, n_keys, d, scores.data());
-        } else {
-          for (int64_t j = 0; j < n_keys; ++j) {
-            const scalar_t* krow = static_cast<const scalar_t*>(kr[j]);
-            float dot = 0.f;
-            for (int64_t x = 0; x < d; ++x) dot += qf[x] * static_cast<float>(krow[x]);
-            scores[j] = dot;
-          }
+        parts.resize(static_cast<size_t>((rk.piece_end - rk.piece_begin) * pf));
+        // All the row's scores first (the keys as one stream), then the
+        // pieces' partials (the values as one stream).
+        row_scores<scalar_t>(qf.data(), krows.data() + rk.first, rk.last - rk.first + 1, d, cap, scores.data());
+        for (int64_t j = rk.piece_begin; j < rk.piece_end; ++j) {
+          const int64_t a = std::max(j * kKeyChunk, rk.first), b = std::min((j + 1) * kKeyChunk - 1, rk.last);
+          piece_partial<scalar_t>(scores.data() + (a - rk.first), vrows.data() + a, b - a + 1, d,
+                                  parts.data() + (j - rk.piece_begin) * pf);
         }
-        if (cap > 0.f) {
-          for (int64_t j = 0; j < n_keys; ++j) scores[j] = cap * std::tanh(scores[j] / cap);
+        const int64_t n = rk.piece_end - rk.piece_begin;
+        if (static_cast<int64_t>(weights.size()) < n) {
+          weights.resize(static_cast<size_t>(n));
+          pieces.resize(static_cast<size_t>(n));
         }
-        const float sum = exp_shifted_sum(scores.data(), n_keys);
-        std::fill(acc.begin(), acc.end(), 0.f);
-        if constexpr (kVectorRows<scalar_t>) {
-          axpy_rows(scores.data(), vr, row_type, n_keys, d, acc.data());
-        } else {
-          for (int64_t j = 0; j < n_keys; ++j) {
-            const float w = scores[j];
-            const scalar_t* vrow = static_cast<const scalar_t*>(vr[j]);
-            for (int64_t x = 0; x < d; ++x) acc[x] += w * static_cast<float>(vrow[x]);
-          }
-        }
-        const float inv = 1.f / sum;
-        scalar_t* orow = op + (t * num_heads + h) * d;
-        for (int64_t x = 0; x < d; ++x) orow[x] = static_cast<scalar_t>(acc[x] * inv);
+        merge_partials<scalar_t>(parts.data(), n, pf, d, sum.data(), weights.data(), pieces.data(),
+                                 op + (t * num_heads + h) * d);
       }
     }
   });

@@ -30,12 +30,13 @@ namespace {
 
 using DotFn = void (*)(const float*, const void* const*, int64_t, int64_t, float*);
 using AxpyFn = void (*)(const float*, const void* const*, int64_t, int64_t, float*);
-using ExpSumFn = float (*)(float*, int64_t);
+using ExpSumFn = float (*)(float*, int64_t, float*);
 
 // ---- softmax numerators: std::exp one by one, summed in order j = 0, 1, ...
 
-float exp_sum_portable(float* s, int64_t n) {
+float exp_sum_portable(float* s, int64_t n, float* max_out) {
   const float mx = *std::max_element(s, s + n);
+  *max_out = mx;
   float sum = 0.f;
   for (int64_t j = 0; j < n; ++j) {
     s[j] = std::exp(s[j] - mx);
@@ -244,13 +245,14 @@ NNSIGHT_ROW_AVX512 void axpy_avx512(const float* w, const void* const* rows, int
 #if defined(NNSIGHT_HAVE_LIBMVEC)
 // 16 at a time by libmvec's expf (a few ulp from the exact value, the same
 // on every call), summed per lane (j = l, l + 16, ...) and then by hsum16.
-NNSIGHT_ROW_AVX512 float exp_sum_avx512(float* s, int64_t n) {
+NNSIGHT_ROW_AVX512 float exp_sum_avx512(float* s, int64_t n, float* max_out) {
   __m512 mx = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
   for (int64_t j = 0; j < n; j += 16) {
     const __mmask16 m = mask_below(n - j);
     mx = _mm512_mask_max_ps(mx, m, mx, _mm512_maskz_loadu_ps(m, s + j));
   }
-  const __m512 shift = _mm512_set1_ps(_mm512_reduce_max_ps(mx));
+  *max_out = _mm512_reduce_max_ps(mx);
+  const __m512 shift = _mm512_set1_ps(*max_out);
   __m512 sum = _mm512_setzero_ps();
   for (int64_t j = 0; j < n; j += 16) {
     const __mmask16 m = mask_below(n - j);
@@ -298,6 +300,11 @@ void axpy_rows(const float* w, const void* const* rows, RowType type, int64_t n,
   row_fns().axpy[static_cast<int>(type)](w, rows, n, d, acc);
 }
 
-float exp_shifted_sum(float* s, int64_t n) { return row_fns().exp_sum(s, n); }
+float exp_shifted_sum(float* s, int64_t n, float* max_out) {
+  float mx = 0.f;
+  const float sum = row_fns().exp_sum(s, n, &mx);
+  if (max_out != nullptr) *max_out = mx;
+  return sum;
+}
 
 }  // namespace nnsight::kernels

@@ -22,7 +22,7 @@ void dot_rows(const float* q, const void* const* rows, RowType type, int64_t n, 
 void axpy_rows(const float* w, const void* const* rows, RowType type, int64_t n, int64_t d, float* acc);
 
 // A softmax's numerators in place: s[j] = exp(s[j] - max_i s[i]) for j < n
-// (n >= 1); returns their sum.
-float exp_shifted_sum(float* s, int64_t n);
+// (n >= 1); returns their sum, and the maximum in *max_out (when given).
+float exp_shifted_sum(float* s, int64_t n, float* max_out = nullptr);
 
 }  // namespace nnsight::kernels

@@ -83,7 +83,9 @@ TEST(RowOps, ExpShiftedSumMatchesFloat64) {
     at::Tensor sd = s.to(at::kDouble);
     at::Tensor want = at::exp(sd - sd.max());  // [n]
     std::vector<float> got(s.data_ptr<float>(), s.data_ptr<float>() + n);
-    const float sum = kernels::exp_shifted_sum(got.data(), n);
+    float max = 0.f;
+    const float sum = kernels::exp_shifted_sum(got.data(), n, &max);
+    EXPECT_EQ(max, s.max().item<float>()) << "n=" << n;
     for (int64_t j = 0; j < n; ++j) {
       // The float subtraction rounds by up to half an ulp of s - max, which
       // exp turns into a relative error; then a few ulp of exp itself.
