@@ -54,16 +54,16 @@ TEST(PagedAttentionPieces, LongContextsEqualTheGenericPath) {
 // Rows 597-599 of one sequence (pieces 0, 1 and 2): alone on one and on two
 // threads, among 20 other sequences, and as the last rows of a 600-token
 // prefill of the same keys and values.
-TEST(PagedAttentionPieces, BitsDoNotDependOnTheSchedule) {
+void check_schedules(at::ScalarType dt) {
   at::manual_seed(5);
   const int64_t cached = 597, len = 3, total = cached + len;
   const int32_t seq_blocks = static_cast<int32_t>((total + kBlock - 1) / kBlock);  // 38
   const int64_t others = 20;
-  KVCache cache = KVCache::allocate(seq_blocks * (others + 2), kBlock, kKvHeads, kDim, at::kFloat);
+  KVCache cache = KVCache::allocate(seq_blocks * (others + 2), kBlock, kKvHeads, kDim, dt);
   cache.key.normal_();
   cache.value.normal_();
   const std::vector<int32_t> mine = block_range(0, seq_blocks);
-  const at::Tensor q_prefill = at::randn({total, kHeads, kDim});
+  const at::Tensor q_prefill = at::randn({total, kHeads, kDim}).to(dt);
   const at::Tensor q_mine = q_prefill.narrow(0, cached, len).contiguous();
   const int saved = at::get_num_threads();
   for (kernels::AttentionOptions o : {kernels::AttentionOptions{}, kernels::AttentionOptions{400, 0.0}}) {
@@ -72,7 +72,7 @@ TEST(PagedAttentionPieces, BitsDoNotDependOnTheSchedule) {
     const at::Tensor one_thread = kernels::paged_attention(q_mine, cache, decode, 0.2, o);
     at::set_num_threads(2);
     const at::Tensor two_threads = kernels::paged_attention(q_mine, cache, decode, 0.2, o);
-    EXPECT_TRUE(bitwise_equal(one_thread, two_threads)) << "window " << o.sliding_window;
+    EXPECT_TRUE(bitwise_equal(one_thread, two_threads)) << c10::toString(dt) << " window " << o.sliding_window;
 
     // Among 20 other decoding sequences (ours in the middle).
     std::vector<batching::SeqSlot> crowd;
@@ -84,19 +84,26 @@ TEST(PagedAttentionPieces, BitsDoNotDependOnTheSchedule) {
       } else {
         const int64_t c = 100 + 23 * s;
         crowd.push_back(testing::seq_slot(c, 1, block_range(static_cast<int32_t>(seq_blocks * (s + 1)), seq_blocks)));
-        qs.push_back(at::randn({1, kHeads, kDim}));
+        qs.push_back(at::randn({1, kHeads, kDim}).to(dt));
       }
     }
     const auto crowded = batching::flatten_slots(crowd, kBlock).meta;
     const at::Tensor in_crowd = kernels::paged_attention(at::cat(qs, 0), cache, crowded, 0.2, o);
-    EXPECT_TRUE(bitwise_equal(in_crowd.narrow(0, others / 2, len), one_thread)) << "window " << o.sliding_window;
+    EXPECT_TRUE(bitwise_equal(in_crowd.narrow(0, others / 2, len), one_thread))
+        << c10::toString(dt) << " window " << o.sliding_window;
 
     // The whole prefill: 600 rows (their partials exceed the split form's scratch).
     const auto prefill = batching::flatten_slots({testing::seq_slot(0, total, mine)}, kBlock).meta;
     const at::Tensor all = kernels::paged_attention(q_prefill, cache, prefill, 0.2, o);
-    EXPECT_TRUE(bitwise_equal(all.narrow(0, cached, len), one_thread)) << "window " << o.sliding_window;
+    EXPECT_TRUE(bitwise_equal(all.narrow(0, cached, len), one_thread))
+        << c10::toString(dt) << " window " << o.sliding_window;
   }
   at::set_num_threads(saved);
+}
+
+TEST(PagedAttentionPieces, BitsDoNotDependOnTheSchedule) {
+  check_schedules(at::kFloat);
+  check_schedules(at::kBFloat16);
 }
 
 }  // namespace
