@@ -21,29 +21,26 @@ std::optional<int64_t> read_number(const std::string& path) {
   return text ? cgroup_limit_bytes(*text) : std::nullopt;
 }
 
-// This process's cgroup v2 directory (from the "0::/path" line of /proc/self/cgroup).
-std::optional<std::string> cgroup_v2_dir() {
-  const auto text = read_text("/proc/self/cgroup");
-  if (!text) return std::nullopt;
-  std::istringstream lines(*text);
-  for (std::string line; std::getline(lines, line);) {
-    if (line.rfind("0::", 0) == 0) return "/sys/fs/cgroup" + line.substr(3);
-  }
-  return std::nullopt;
-}
-
 // What the cgroup still allows: limit - usage (0 when over), nullopt without a limit.
 std::optional<int64_t> cgroup_headroom() {
+  const auto text = read_text("/proc/self/cgroup");
+  const CgroupPaths paths = text ? parse_proc_cgroup(*text) : CgroupPaths{};
   std::optional<int64_t> limit, usage;
-  if (const auto dir = cgroup_v2_dir()) {
-    limit = read_number(*dir + "/memory.max");
-    usage = read_number(*dir + "/memory.current");
+  if (paths.unified) {
+    limit = read_number("/sys/fs/cgroup" + *paths.unified + "/memory.max");
+    usage = read_number("/sys/fs/cgroup" + *paths.unified + "/memory.current");
   }
   if (!limit) {
-    limit = read_number("/sys/fs/cgroup/memory/memory.limit_in_bytes");
-    usage = read_number("/sys/fs/cgroup/memory/memory.usage_in_bytes");
-    // v1 reports "no limit" as a huge number (PAGE_COUNTER_MAX pages).
-    if (limit && *limit >= (int64_t(1) << 60)) limit.reset();
+    // v1 (or a hybrid system, whose memory controller is v1): the process's
+    // own group, else the hierarchy's root (a container's view of itself).
+    for (const std::string& dir :
+         {"/sys/fs/cgroup/memory" + paths.memory_v1.value_or("/"), std::string("/sys/fs/cgroup/memory")}) {
+      limit = read_number(dir + "/memory.limit_in_bytes");
+      usage = read_number(dir + "/memory.usage_in_bytes");
+      // v1 reports "no limit" as a huge number (PAGE_COUNTER_MAX pages).
+      if (limit && *limit >= (int64_t(1) << 60)) limit.reset();
+      if (limit) break;
+    }
   }
   if (!limit) return std::nullopt;
   return std::max<int64_t>(0, *limit - usage.value_or(0));
@@ -63,6 +60,25 @@ std::optional<int64_t> meminfo_available_bytes(const std::string& meminfo) {
     return std::nullopt;
   }
   return std::nullopt;
+}
+
+CgroupPaths parse_proc_cgroup(const std::string& text) {
+  CgroupPaths out;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    // hierarchy-id:controller-list:path
+    const size_t a = line.find(':'), b = a == std::string::npos ? a : line.find(':', a + 1);
+    if (b == std::string::npos) continue;
+    const std::string controllers = line.substr(a + 1, b - a - 1), path = line.substr(b + 1);
+    if (line.compare(0, a, "0") == 0 && controllers.empty()) {
+      out.unified = path;
+      continue;
+    }
+    std::istringstream names(controllers);
+    for (std::string name; std::getline(names, name, ',');)
+      if (name == "memory") out.memory_v1 = path;
+  }
+  return out;
 }
 
 std::optional<int64_t> cgroup_limit_bytes(const std::string& text) {

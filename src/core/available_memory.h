@@ -21,4 +21,12 @@ std::optional<int64_t> meminfo_available_bytes(const std::string& meminfo);
 // "max" (no limit) -> nullopt.
 std::optional<int64_t> cgroup_limit_bytes(const std::string& text);
 
+// The process's groups from /proc/self/cgroup: the unified (v2) one, and
+// the v1 hierarchy's that holds the memory controller.
+struct CgroupPaths {
+  std::optional<std::string> unified;    // "0::/path"
+  std::optional<std::string> memory_v1;  // "N:...memory...:/path"
+};
+CgroupPaths parse_proc_cgroup(const std::string& text);
+
 }  // namespace nnsight

@@ -22,6 +22,17 @@ TEST(AvailableMemory, ParsesCgroupLimits) {
   EXPECT_EQ(cgroup_limit_bytes("-1"), std::nullopt);
 }
 
+TEST(AvailableMemory, FindsTheProcessCgroups) {
+  const CgroupPaths v2 = parse_proc_cgroup("0::/user.slice/session-1.scope\n");
+  EXPECT_EQ(v2.unified, std::optional<std::string>("/user.slice/session-1.scope"));
+  EXPECT_EQ(v2.memory_v1, std::nullopt);
+  const CgroupPaths hybrid = parse_proc_cgroup("9:name=systemd:/\n4:memory:/process_api/c846\n3:cpu,cpuacct:/\n0::/\n");
+  EXPECT_EQ(hybrid.unified, std::optional<std::string>("/"));
+  EXPECT_EQ(hybrid.memory_v1, std::optional<std::string>("/process_api/c846"));
+  EXPECT_EQ(parse_proc_cgroup("5:cpuset,memory:/job\n").memory_v1, std::optional<std::string>("/job"));
+  EXPECT_EQ(parse_proc_cgroup("garbage\n").memory_v1, std::nullopt);
+}
+
 TEST(AvailableMemory, ThisMachineHasSome) {
   const std::optional<int64_t> avail = available_memory_bytes();
   ASSERT_TRUE(avail.has_value()) << "neither /proc/meminfo nor a cgroup limit could be read";
