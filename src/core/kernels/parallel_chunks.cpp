@@ -328,11 +328,6 @@ SerialLibTorchScope::~SerialLibTorchScope() {
   t_pool_threads = saved_pool_threads_;
 }
 
-int parallel_threads() {
-  if (t_in_pool || at::in_parallel_region()) return 1;
-  return t_pool_threads > 0 ? t_pool_threads : at::get_num_threads();
-}
-
 int64_t parallel_pool_threads_started() { return pool().threads_started(); }
 
 int64_t parallel_pool_warmed_bytes() { return pool().warmed_bytes(); }

@@ -92,10 +92,6 @@ class SerialLibTorchScope {
   int saved_pool_threads_ = 0;
 };
 
-// The threads parallel_for would use for a large job called from here (1
-// inside a parallel region).
-int parallel_threads();
-
 // Threads that have run chunks for the pool (tests: whether the workers take part).
 int64_t parallel_pool_threads_started();
 // Bytes the pool's worker has asked for from WarmHints (tests: whether it warms).

@@ -2,8 +2,9 @@
 // of 256 positions (paged_attention.cpp, kKeyChunk), each a partial softmax,
 // merged in order. The result equals the device-generic path, and its bits
 // are the same whichever schedule computed the pieces: one decode row alone
-// (pieces spread over the threads), among many sequences (one work item per
-// sequence and head), or inside a long prefill.
+// or among many sequences, on one thread or two (work items per sequence,
+// piece and head), or inside a long prefill (one item per sequence and head,
+// each row's pieces in turn).
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <gtest/gtest.h>
