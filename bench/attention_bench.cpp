@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -22,65 +23,41 @@
 #include "core/kernels/paged_attention.h"
 #include "core/kernels/parallel_chunks.h"
 #include "core/kv_cache.h"
+#include "support/bench_support.h"
 
 using namespace nnsight;
 
-namespace {
-
-std::vector<int64_t> parse_list(const std::string& s) {
-  std::vector<int64_t> out;
-  size_t at = 0;
-  while (at <= s.size()) {
-    const size_t comma = s.find(',', at);
-    out.push_back(std::stoll(s.substr(at, comma == std::string::npos ? std::string::npos : comma - at)));
-    if (comma == std::string::npos) break;
-    at = comma + 1;
-  }
-  return out;
-}
-
-}  // namespace
-
 int main(int argc, char** argv) {
-  int threads = 2;
-  int64_t heads = 9, kv_heads = 3, d = 64, layers = 30, steps = 20;
+  int64_t threads = 2, heads = 9, kv_heads = 3, d = 64, layers = 30, steps = 20;
   double evict_mb = 2.2;
   std::vector<int64_t> contexts = {32, 160, 512, 2048}, batches = {1, 8};
+  const std::map<std::string, int64_t*> ints = {{"--threads", &threads},   {"--heads", &heads},
+                                                {"--kv-heads", &kv_heads}, {"--head-dim", &d},
+                                                {"--layers", &layers},     {"--steps", &steps}};
+  const std::map<std::string, std::vector<int64_t>*> lists = {{"--contexts", &contexts}, {"--batches", &batches}};
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i], v = argv[i + 1];
-    if (a == "--threads")
-      threads = std::stoi(v);
-    else if (a == "--heads")
-      heads = std::stoll(v);
-    else if (a == "--kv-heads")
-      kv_heads = std::stoll(v);
-    else if (a == "--head-dim")
-      d = std::stoll(v);
-    else if (a == "--layers")
-      layers = std::stoll(v);
-    else if (a == "--steps")
-      steps = std::stoll(v);
-    else if (a == "--evict-mb")
+    if (auto it = ints.find(a); it != ints.end()) {
+      *it->second = std::stoll(v);
+    } else if (auto jt = lists.find(a); jt != lists.end()) {
+      *jt->second = bench::parse_int_list(v);
+    } else if (a == "--evict-mb") {
       evict_mb = std::stod(v);
-    else if (a == "--contexts")
-      contexts = parse_list(v);
-    else if (a == "--batches")
-      batches = parse_list(v);
-    else {
+    } else {
       std::fprintf(stderr, "unknown option %s\n", a.c_str());
       return 2;
     }
   }
-  at::set_num_threads(threads);
+  at::set_num_threads(static_cast<int>(threads));
   kernels::SerialLibTorchScope serial;
   const int64_t bs = 16;
   std::vector<char> junk(static_cast<size_t>(evict_mb * 1e6), 1);
   volatile char sink = 0;
   std::printf(
-      "attention per layer call: %lld heads, %lld KV heads, head_dim %lld, %lld layers, %d threads, "
+      "attention per layer call: %lld heads, %lld KV heads, head_dim %lld, %lld layers, %lld threads, "
       "%.1f MB streamed between layers\n\n| batch | context | us per layer | KV GB/s |\n|---|---|---|---|\n",
       static_cast<long long>(heads), static_cast<long long>(kv_heads), static_cast<long long>(d),
-      static_cast<long long>(layers), threads, evict_mb);
+      static_cast<long long>(layers), static_cast<long long>(threads), evict_mb);
   for (int64_t batch : batches) {
     for (int64_t ctx : contexts) {
       const int64_t blocks_per_seq = (ctx + bs - 1) / bs;

@@ -49,13 +49,6 @@ double seconds_since(clock_type::time_point t0) {
   return std::chrono::duration<double>(clock_type::now() - t0).count();
 }
 
-std::vector<int64_t> parse_list(const std::string& s) {
-  std::vector<int64_t> out;
-  std::stringstream ss(s);
-  for (std::string item; std::getline(ss, item, ',');) out.push_back(std::stoll(item));
-  return out;
-}
-
 std::vector<std::string> split(const std::string& s) {
   std::vector<std::string> out;
   std::stringstream ss(s);
@@ -135,7 +128,7 @@ int main(int argc, char** argv) {
     else if (a == "--dtypes")
       dtypes = split(v);
     else if (a == "--batches")
-      batches = parse_list(v);
+      batches = bench::parse_int_list(v);
     else if (a == "--prompt-len")
       prompt_len = std::stoll(v);
     else if (a == "--steps")

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <sstream>
 #include <vector>
 
 namespace nnsight::bench {
@@ -14,6 +15,13 @@ namespace nnsight::bench {
 namespace {
 double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 }  // namespace
+
+std::vector<int64_t> parse_int_list(const std::string& s) {
+  std::vector<int64_t> out;
+  std::stringstream ss(s);
+  for (std::string item; std::getline(ss, item, ',');) out.push_back(std::stoll(item));
+  return out;
+}
 
 double measure_copy_bandwidth(int64_t bytes) {
   // The copy is split over LibTorch's intra-op threads, the same threads a

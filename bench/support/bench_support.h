@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace nnsight::bench {
 
@@ -14,6 +15,9 @@ double measure_copy_bandwidth(int64_t bytes = int64_t(256) << 20);
 
 // fp32 matmul rate in FLOP/s for [rows, k] x [k, n] through at::linear.
 double measure_linear_flops(int64_t rows, int64_t k, int64_t n, bool bf16 = false);
+
+// "1,8,32" -> {1, 8, 32} (a command-line list; std::stoll's errors for a bad item).
+std::vector<int64_t> parse_int_list(const std::string& s);
 
 // Path of the default model (NNSIGHT_HOME or ~/.cache/nnsight + /models/...).
 std::string default_model_path();

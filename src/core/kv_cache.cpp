@@ -1,8 +1,8 @@
 #include "core/kv_cache.h"
 
-#include "core/lazy_zeros.h"
-
 #include <ATen/ATen.h>
+
+#include "core/lazy_zeros.h"
 
 namespace nnsight {
 
