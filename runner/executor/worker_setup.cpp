@@ -2,6 +2,7 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 
@@ -38,7 +39,7 @@ int64_t max_model_len_for(const EngineArgs& args, const ModelConfig& config) {
   return config.max_position;
 }
 
-int64_t kv_blocks_for(const EngineArgs& args, const CausalLM& model) {
+int64_t kv_blocks_for(const EngineArgs& args, const CausalLM& model, int64_t ranks_here) {
   const int64_t elem = static_cast<int64_t>(c10::elementSize(c10::typeMetaToScalarType(model.options().dtype())));
   const int64_t per_block =
       2 * model.num_layers() * args.block_size() * model.local_kv_heads() * model.head_dim() * elem;
@@ -50,16 +51,23 @@ int64_t kv_blocks_for(const EngineArgs& args, const CausalLM& model) {
                       ") holds no KV-cache block of " + std::to_string(per_block) + " bytes");
   // On the CPU the cache takes memory only as blocks are first written
   // (KVCache::allocate), so a budget the machine cannot hold would not fail
-  // here but kill the process once enough tokens were cached.
+  // here but kill the process once enough tokens were cached. Every rank on
+  // this machine holds a cache of this many blocks (of its own heads), so
+  // together they must fit.
   if (model.options().device().is_cpu()) {
     const std::optional<int64_t> avail = available_memory_bytes();
-    if (avail && blocks > *avail / per_block) {
+    const int64_t ranks = std::max<int64_t>(1, ranks_here);
+    if (avail && blocks > *avail / per_block / ranks) {
       const auto mb = [](int64_t bytes) { return std::to_string(bytes >> 20) + " MB"; };
       const std::string field =
           explicit_blocks ? "EngineArgs.num_kv_blocks (" + std::to_string(blocks) + ")"
                           : "EngineArgs.kv_cache_memory_mb (" + std::to_string(args.kv_cache_memory_mb()) + ")";
+      const std::string each = ranks > 1 ? " on each of the " + std::to_string(ranks) +
+                                               " tensor-parallel workers on this machine (" +
+                                               mb(blocks * per_block * ranks) + " together)"
+                                         : "";
       throw ConfigError(field + " asks for a KV cache of " + std::to_string(blocks) + " blocks of " +
-                        std::to_string(per_block) + " bytes, more than the " + mb(*avail) +
+                        std::to_string(per_block) + " bytes" + each + ", more than the " + mb(*avail) +
                         " of memory this process has available (MemAvailable, or its cgroup's limit); "
                         "lower it");
     }
@@ -67,9 +75,9 @@ int64_t kv_blocks_for(const EngineArgs& args, const CausalLM& model) {
   return blocks;
 }
 
-RunnerConfig runner_config_for(const EngineArgs& args, const CausalLM& model) {
+RunnerConfig runner_config_for(const EngineArgs& args, const CausalLM& model, int64_t ranks_here) {
   RunnerConfig rc;
-  rc.num_blocks = kv_blocks_for(args, model);
+  rc.num_blocks = kv_blocks_for(args, model, ranks_here);
   rc.block_size = args.block_size();
   rc.max_num_batched_tokens = args.max_num_batched_tokens();
   rc.max_num_seqs = args.max_num_seqs();
@@ -113,7 +121,10 @@ std::unique_ptr<ModelRunner> build_model_runner(const EngineArgs& args, const tp
     bar.advance();
   }
   bar.done();
-  RunnerConfig rc = runner_config_for(args, *model);
+  // Workers the engine spawns itself (no worker_addresses) all run on this
+  // machine; ones started by hand are counted alone (their hosts are theirs).
+  const int64_t world = world_size >= 0 ? world_size : ctx.world_size();
+  RunnerConfig rc = runner_config_for(args, *model, args.worker_addresses().empty() ? world : 1);
   rc.is_driver = ctx.rank() == 0;
   auto runner = std::make_unique<ModelRunner>(std::move(model), rc);
   RunnerExtensionContext ext{*runner, args, worker_rank >= 0 ? worker_rank : ctx.rank(),

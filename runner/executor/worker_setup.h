@@ -16,12 +16,15 @@ namespace nnsight::runner {
 at::TensorOptions model_options(const EngineArgs& args);
 
 // KV-cache blocks that fit args.kv_cache_memory_mb (or args.num_kv_blocks).
-int64_t kv_blocks_for(const EngineArgs& args, const CausalLM& model);
+// On the CPU, throws ConfigError when `ranks_here` caches of that many
+// blocks (one per tensor-parallel rank on this machine) exceed the memory
+// available to this process.
+int64_t kv_blocks_for(const EngineArgs& args, const CausalLM& model, int64_t ranks_here = 1);
 
 // Context length the engine serves: args.max_model_len or the model's.
 int64_t max_model_len_for(const EngineArgs& args, const ModelConfig& config);
 
-RunnerConfig runner_config_for(const EngineArgs& args, const CausalLM& model);
+RunnerConfig runner_config_for(const EngineArgs& args, const CausalLM& model, int64_t ranks_here = 1);
 
 // Joins rank `rank` of a tensor-parallel group of `world_size` through
 // `rendezvous` (tp/rendezvous.h): gloo for a CPU model, NCCL for a CUDA one,
