@@ -7,11 +7,12 @@
 #                                   [--prompt 128] [--gen 32] [--batches 1,8,32]
 #                                   [--pairs 5] [--cpu avx2] [--build-only]
 #
-# --pairs: after the rounds, batch-1 decode from an empty cache once more as
-# back-to-back pairs (llama-bench tg, then this engine after a one-token
-# prompt, seconds apart), and the median of the pairs' ratios: the machine's
-# speed drifts over minutes, and a round's two batch-1 runs lie about a
-# minute apart.
+# --pairs: after the rounds, batch-1 decode once more as back-to-back pairs,
+# seconds apart, and the median of the pairs' ratios: from an empty cache
+# (llama-bench tg, then this engine after a one-token prompt) and after the
+# prompt (llama-batched-bench at one sequence, then this engine after a
+# prompt of the same length). The machine's speed drifts over minutes, and
+# a round's two batch-1 runs lie about a minute apart.
 #
 # --cpu avx2: both programs as on a CPU without AVX-512 (Zen 2/3, most Intel
 # client cores): llama.cpp built without its AVX-512 code (into build-avx2),
@@ -132,6 +133,11 @@ for p in $(seq 1 "$pairs"); do
   "$bin/llama-bench" -m "$model" -t "$threads" -p 0 -n "$gen" -r 1 -o jsonl >"$out/pl.$p" 2>/dev/null
   "$engine" --model "$model" --threads "$threads" --dtypes float32 --weights packed \
     --prompt-len 1 --prefill-len 1 --steps "$gen" --batches 1 --skip-floors 1 >"$out/pe.$p"
+  echo "pair $p/$pairs: llama-batched-bench 1 x $prompt+$gen, engine_bench after a $prompt-token prompt" >&2
+  "$bin/llama-batched-bench" -m "$model" -t "$threads" -tb "$threads" -c $((prompt + gen + 256)) -npp "$prompt" \
+    -ntg "$gen" -npl 1 --output-format jsonl >"$out/pb.$p" 2>/dev/null
+  "$engine" --model "$model" --threads "$threads" --dtypes float32 --weights packed \
+    --prompt-len "$prompt" --prefill-len 1 --steps "$gen" --batches 1 --skip-floors 1 >"$out/pf.$p"
 done
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 
@@ -202,21 +208,29 @@ for name, lk, ek in [r for r in rows if r[2] in ("decode1_empty", "decode1")]:
     ls, ps, pm = vals.get(lk, []), vals.get(("packed", ek), []), vals.get(("packed", ek + "_median"), [])
     cells = [f"{a:.1f} / {b:.1f} / {b / a:.2f} ({c:.1f} / {c / a:.2f})" for a, b, c in zip(ls, ps, pm) if a]
     print(f"- {name}: " + "; ".join(cells))
-# Back-to-back pairs: llama-bench's tg rate, then this engine's over all steps.
-ratios = []
-cells = []
-for p in range(1, pairs + 1):
-    l = e = None
-    for j in jsonl(os.path.join(out, f"pl.{p}")):
-        if j.get("n_gen", 0) > 0 and j.get("n_prompt", 0) == 0: l = j["avg_ts"]
-    for line in open(os.path.join(out, f"pe.{p}")):
+# Back-to-back pairs: llama.cpp's tg rate, then this engine's over all steps;
+# from an empty cache (llama-bench) and after the prompt (llama-batched-bench).
+def engine_rate(path):
+    for line in open(path):
         m = re.match(r"RESULT float32/packed decode_mean_tps_b1 ([0-9.]+)", line)
-        if m: e = float(m.group(1))
-    if l and e:
-        ratios.append(e / l)
-        cells.append(f"{l:.1f} / {e:.1f} / {e / l:.2f}")
-if ratios:
-    print(f"\nbatch 1 from an empty cache, {len(ratios)} back-to-back pairs (llama-bench tg{gen} / packed over all steps / ratio): "
-          + "; ".join(cells))
-    print(f"median ratio {statistics.median(ratios):.2f}, range {min(ratios):.2f}-{max(ratios):.2f}")
+        if m: return float(m.group(1))
+    return None
+def llama_rate(path, batched):
+    for j in jsonl(path):
+        if batched and j.get("pl") == 1: return j["speed_tg"]
+        if not batched and j.get("n_gen", 0) > 0 and j.get("n_prompt", 0) == 0: return j["avg_ts"]
+    return None
+for label, lf, ef, batched in [(f"batch 1 from an empty cache, %d back-to-back pairs (llama-bench tg{gen}", "pl", "pe", False),
+                               (f"batch 1 after {prompt} tokens, %d back-to-back pairs (llama-batched-bench 1 x {prompt}+{gen}", "pb", "pf", True)]:
+    ratios, cells = [], []
+    for p in range(1, pairs + 1):
+        lp, ep = os.path.join(out, f"{lf}.{p}"), os.path.join(out, f"{ef}.{p}")
+        if not (os.path.exists(lp) and os.path.exists(ep)): continue
+        l, e = llama_rate(lp, batched), engine_rate(ep)
+        if l and e:
+            ratios.append(e / l)
+            cells.append(f"{l:.1f} / {e:.1f} / {e / l:.2f}")
+    if ratios:
+        print(f"\n{label % len(ratios)} / packed over all steps / ratio): " + "; ".join(cells))
+        print(f"median ratio {statistics.median(ratios):.2f}, range {min(ratios):.2f}-{max(ratios):.2f}")
 PY
