@@ -19,6 +19,7 @@
   "  --max-num-seqs N   --max-num-batched-tokens N   --kv-cache-mb N   --block-size N\n"               \
   "  --intervention-memory-mb N   (per traced request; 0 = sized for the machine)\n"                   \
   "  --no-prefix-caching   --no-chunked-prefill   --no-progress\n"                                     \
+  "  --dequantize   GGUF weights decoded to dtype at load, not kept packed (docs/weights.md)\n"        \
   "  --forward-hooks FILE|JSON   hook specs (docs/hooks.md)   --engine-id ID\n"                        \
   "  --capture   --capture-layers 0,5,10-12   --capture-sample-rate F\n"                               \
   "  --capture-compression-k K   --capture-buffer-gb G   (docs/capture.md)\n"

@@ -201,5 +201,19 @@ TEST(RealModelTraceCli, ListSavesAreNamedInSortableOrder) {
     EXPECT_EQ(file.load(names[i]).reshape({-1})[0].item<int64_t>(), cpp.output().token_ids[i]) << names[i];
 }
 
+// Not a real-model test: every subcommand's --help lists the engine flags
+// its parser accepts (engine_flag_names(); --dequantize was accepted and
+// missing from the help).
+TEST(CliHelp, EverySubcommandListsTheEngineFlags) {
+  for (const std::string cmd : {"generate", "trace", "serve", "bench"}) {
+    const CliRun r = run_cli(cmd + " --help");
+    EXPECT_EQ(r.status, 0) << cmd << ": " << r.errors;
+    const std::string help = r.output + r.errors;
+    for (const std::string flag :
+         {"--no-prefix-caching", "--no-chunked-prefill", "--no-progress", "--capture", "--dequantize"})
+      EXPECT_NE(help.find(flag), std::string::npos) << "nnsight " << cmd << " --help does not list " << flag;
+  }
+}
+
 }  // namespace
 }  // namespace nnsight
