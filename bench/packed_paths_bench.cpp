@@ -12,16 +12,17 @@
 #include <ATen/Parallel.h>
 
 #include <algorithm>
-#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "core/kernels/packed_linear.h"
 #include "core/kernels/packed_matrix.h"
+#include "support/bench_support.h"
 
 using namespace nnsight::kernels;
 
@@ -39,13 +40,8 @@ int main(int argc, char** argv) {
   const std::string name = argv[1], isa_name = argv[4];
   const int64_t N = std::atol(argv[2]), K = std::atol(argv[3]);
   const int threads = std::atoi(argv[5]);
-  const PackedType* type = nullptr;
-  for (const PackedType& t : all_packed_types()) {
-    std::string lower = packed_traits(t).name;
-    for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    if (lower == name) type = &t;
-  }
-  if (type == nullptr || (isa_name != "avx512" && isa_name != "avx2")) {
+  const std::optional<PackedType> type = nnsight::bench::packed_type_named(name);
+  if (!type || (isa_name != "avx512" && isa_name != "avx2")) {
     std::fprintf(stderr, "unknown type %s or instruction set %s\n", name.c_str(), isa_name.c_str());
     return 2;
   }
@@ -60,10 +56,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   std::mt19937 rng(1);
-  // Bytes below 0x40: every f16 field is a small finite number.
-  std::vector<uint8_t> bytes(static_cast<size_t>(N * K / traits.block_size * traits.block_bytes));
-  for (auto& b : bytes) b = static_cast<uint8_t>(rng() & 0x3F);
-  const PackedMatrix w = make_packed_matrix(*type, N, K, bytes.data());
+  const PackedMatrix w = nnsight::bench::random_packed_matrix(*type, N, K, rng);
   at::set_num_threads(threads);
   for (int i = 6; i < argc; ++i) {
     const int64_t M = std::atol(argv[i]);

@@ -15,10 +15,10 @@
 #include <ATen/Parallel.h>
 
 #include <algorithm>
-#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -26,6 +26,7 @@
 #include "core/kernels/linear.h"
 #include "core/kernels/packed_linear.h"
 #include "core/kernels/packed_matrix.h"
+#include "support/bench_support.h"
 
 using namespace nnsight::kernels;
 
@@ -40,33 +41,25 @@ int main(int argc, char** argv) {
   const int64_t N = argc > 2 ? std::atol(argv[2]) : 1536, K = argc > 3 ? std::atol(argv[3]) : 576;
   const int64_t M = argc > 4 ? std::atol(argv[4]) : 32, copies = argc > 5 ? std::atol(argv[5]) : 60;
   const int threads = argc > 6 ? std::atoi(argv[6]) : 2;
-  const PackedType* type = nullptr;
-  for (const PackedType& t : all_packed_types()) {
-    std::string lower = packed_traits(t).name;
-    for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    if (lower == name) type = &t;
-  }
-  if (type == nullptr || K % packed_traits(*type).block_size != 0 || copies < 1 || M < 1) {
+  const std::optional<PackedType> type = nnsight::bench::packed_type_named(name);
+  if (!type || K % packed_traits(*type).block_size != 0 || copies < 1 || M < 1) {
     std::fprintf(stderr, "usage: packed_vs_float_bench [TYPE] [N] [K] [ROWS] [COPIES] [THREADS]\n");
     return 2;
   }
-  const PackedTypeTraits& traits = packed_traits(*type);
   at::set_num_threads(threads);
   std::mt19937 rng(1);
   std::vector<PackedMatrix> packed;
   std::vector<at::Tensor> dense;  // [N, K] each
   for (int64_t c = 0; c < copies; ++c) {
-    // Bytes below 0x40: every f16 field is a small finite number.
-    std::vector<uint8_t> bytes(static_cast<size_t>(N * K / traits.block_size * traits.block_bytes));
-    for (auto& b : bytes) b = static_cast<uint8_t>(rng() & 0x3F);
-    packed.push_back(make_packed_matrix(*type, N, K, bytes.data()));
+    packed.push_back(nnsight::bench::random_packed_matrix(*type, N, K, rng));
     dense.push_back(packed.back().dequantize());
   }
   const at::Tensor x = at::randn({M, K});  // [M, K]
   if (!at::equal(packed_linear(x, packed[0], at::Tensor()), linear(x, dense[0], at::Tensor())))
     std::printf("note: the two paths' sums differ in some bits at %lld rows\n", static_cast<long long>(M));
+  constexpr int kPasses = 15;
   std::vector<double> ratios, tp, tf;
-  for (int rep = 0; rep < 15; ++rep) {
+  for (int rep = 0; rep < kPasses; ++rep) {
     double t[2];
     for (int p = 0; p < 2; ++p) {
       const double t0 = now();
@@ -86,10 +79,10 @@ int main(int argc, char** argv) {
   std::sort(ratios.begin(), ratios.end());
   std::sort(tp.begin(), tp.end());
   std::sort(tf.begin(), tf.end());
-  std::printf("%s [%lld x %lld] x %lld copies, %lld rows, %d threads, 15 alternating passes\n", traits.name,
-              static_cast<long long>(N), static_cast<long long>(K), static_cast<long long>(copies),
-              static_cast<long long>(M), threads);
+  std::printf("%s [%lld x %lld] x %lld copies, %lld rows, %d threads, %d alternating passes\n",
+              packed_traits(*type).name, static_cast<long long>(N), static_cast<long long>(K),
+              static_cast<long long>(copies), static_cast<long long>(M), threads, kPasses);
   std::printf("  packed: median pass %.2f ms; float32: %.2f ms; median packed / float32 time %.3f (%.3f-%.3f)\n",
-              tp[7] * 1e3, tf[7] * 1e3, ratios[7], ratios.front(), ratios.back());
+              tp[kPasses / 2] * 1e3, tf[kPasses / 2] * 1e3, ratios[kPasses / 2], ratios.front(), ratios.back());
   return 0;
 }

@@ -4,6 +4,7 @@
 #include <ATen/Parallel.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -15,6 +16,22 @@ namespace nnsight::bench {
 namespace {
 double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 }  // namespace
+
+std::optional<kernels::PackedType> packed_type_named(const std::string& name) {
+  for (const kernels::PackedType t : kernels::all_packed_types()) {
+    std::string lower = kernels::packed_traits(t).name;
+    for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (lower == name) return t;
+  }
+  return std::nullopt;
+}
+
+kernels::PackedMatrix random_packed_matrix(kernels::PackedType type, int64_t rows, int64_t cols, std::mt19937& rng) {
+  const kernels::PackedTypeTraits& t = kernels::packed_traits(type);
+  std::vector<uint8_t> bytes(static_cast<size_t>(rows * (cols / t.block_size) * t.block_bytes));
+  for (auto& b : bytes) b = static_cast<uint8_t>(rng() & 0x3F);
+  return kernels::make_packed_matrix(type, rows, cols, bytes.data());
+}
 
 std::vector<int64_t> parse_int_list(const std::string& s) {
   std::vector<int64_t> out;

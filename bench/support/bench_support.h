@@ -3,8 +3,12 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
+#include <random>
 #include <string>
 #include <vector>
+
+#include "core/kernels/packed_matrix.h"
 
 namespace nnsight::bench {
 
@@ -18,6 +22,13 @@ double measure_linear_flops(int64_t rows, int64_t k, int64_t n, bool bf16 = fals
 
 // "1,8,32" -> {1, 8, 32} (a command-line list; std::stoll's errors for a bad item).
 std::vector<int64_t> parse_int_list(const std::string& s);
+
+// The packed type named in lower case ("q4_1"), nullopt for another name.
+std::optional<kernels::PackedType> packed_type_named(const std::string& name);
+
+// A [rows, cols] packed matrix of random blocks whose f16 fields are all
+// small finite numbers (every byte below 0x40), owning its bytes.
+kernels::PackedMatrix random_packed_matrix(kernels::PackedType type, int64_t rows, int64_t cols, std::mt19937& rng);
 
 // Path of the default model (NNSIGHT_HOME or ~/.cache/nnsight + /models/...).
 std::string default_model_path();
