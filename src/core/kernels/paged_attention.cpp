@@ -170,6 +170,9 @@ void merge_partials(const float* parts, int64_t n, int64_t stride, int64_t d, Me
 struct RowKeys {
   int64_t first, last;  // key positions, inclusive
   int64_t piece_begin, piece_end;
+  // The row's keys in piece j: [piece_first(j), piece_last(j)].
+  int64_t piece_first(int64_t j) const { return std::max(j * kKeyChunk, first); }
+  int64_t piece_last(int64_t j) const { return std::min((j + 1) * kKeyChunk - 1, last); }
 };
 inline RowKeys row_keys(int64_t p, int64_t window) {
   const int64_t first = window > 0 ? std::max<int64_t>(0, p - window + 1) : 0;
@@ -201,6 +204,11 @@ void attention_cpu(const at::Tensor& q, const KVCache& cache, const batching::Ba
   const int64_t pf = partial_floats(d);
   const int64_t row_bytes = d * static_cast<int64_t>(sizeof(scalar_t));
 
+  // Query row t, head h, as float times the scale, into qf[d].
+  const auto scaled_query = [&](int64_t t, int64_t h, float* qf) {
+    const scalar_t* qrow = qp + (t * num_heads + h) * d;
+    for (int64_t x = 0; x < d; ++x) qf[x] = static_cast<float>(qrow[x]) * scale;
+  };
   const auto key_row = [&](int64_t s, int64_t g, int64_t j, const scalar_t* base) {
     const int64_t slot = static_cast<int64_t>(bt[s * bt_stride + j / bs]) * bs + j % bs;
     return base + (slot * kvh + g) * d;
@@ -238,23 +246,28 @@ void attention_cpu(const at::Tensor& q, const KVCache& cache, const batching::Ba
   }
   const WarmHint next = detail::record_call_predict_next(kp, reads);
 
-  // Pieces of sequence s: those of its first query row's first key to its
-  // last row's last key (rows' spans only grow with the row).
-  const auto seq_pieces = [&](int64_t s, int64_t& begin, int64_t& end) {
-    const int64_t q_len = qs[s + 1] - qs[s], cached = ctx[s] - q_len;
-    begin = row_keys(cached, window).piece_begin;
-    end = row_keys(cached + q_len - 1, window).piece_end;
-  };
-  int64_t partial_bytes = 0, units = 0, most_pieces = 0;
+  // The split form's layout, per sequence: its first work item, where its
+  // partials start (floats), and its first piece -- those of its first query
+  // row's first key to its last row's last key (rows' spans only grow with
+  // the row). Work items: one per (sequence, piece, head).
+  thread_local std::vector<int64_t> unit_start, part_base, piece_first;
+  unit_start.assign(static_cast<size_t>(num_seqs + 1), 0);
+  part_base.assign(static_cast<size_t>(num_seqs), 0);
+  piece_first.assign(static_cast<size_t>(num_seqs), 0);
+  int64_t units = 0, partial_floats_total = 0, most_pieces = 0;
   for (int64_t s = 0; s < num_seqs; ++s) {
+    unit_start[s] = units;
     const int64_t q_len = qs[s + 1] - qs[s];
     if (q_len == 0) continue;
-    int64_t b = 0, e = 0;
-    seq_pieces(s, b, e);
-    partial_bytes += q_len * num_heads * (e - b) * pf * static_cast<int64_t>(sizeof(float));
+    const int64_t cached = ctx[s] - q_len;
+    const int64_t b = row_keys(cached, window).piece_begin, e = row_keys(cached + q_len - 1, window).piece_end;
+    piece_first[s] = b;
+    part_base[s] = partial_floats_total;
+    partial_floats_total += q_len * num_heads * (e - b) * pf;
     units += (e - b) * num_heads;
     most_pieces = std::max(most_pieces, e - b);
   }
+  unit_start[num_seqs] = units;
 
   // The split form wherever a row has several pieces and their partials
   // fit: besides spreading few rows over the threads, it keeps the heads of
@@ -262,36 +275,22 @@ void attention_cpu(const at::Tensor& q, const KVCache& cache, const batching::Ba
   // them (a Llama-3-8B-shaped layer at batch 1, 2048 keys: 1.7-2.7 ms per
   // call with one item per (sequence, head), which read a KV head's 2 MB
   // once per query head, 1.3-1.9 ms split).
-  if (most_pieces > 1 && partial_bytes <= kMaxPartialBytes) {
-    // Split form: one work item per (sequence, piece, head), heads of a KV
-    // head next to each other; each item computes its piece's partial for
-    // every query row of the sequence that reaches it, and the item that
-    // completes a row's last missing piece merges the row. Partials live in
-    // the calling thread's scratch: [row, head, piece of the sequence].
+  if (most_pieces > 1 && partial_floats_total * static_cast<int64_t>(sizeof(float)) <= kMaxPartialBytes) {
+    // Split form: each item computes its piece's partial for every query
+    // row of the sequence that reaches it, and the item that completes a
+    // row's last missing piece merges the row. Partials live in the calling
+    // thread's scratch: [row, head, piece of the sequence].
     thread_local std::vector<float> partials;
     thread_local std::unique_ptr<std::atomic<int32_t>[]> missing;  // per (row, head): pieces not yet computed
     thread_local int64_t missing_size = 0;
-    thread_local std::vector<int64_t> unit_start, part_base, piece_first;  // per sequence
     const int64_t rows = q.size(0);
-    partials.resize(static_cast<size_t>(partial_bytes / static_cast<int64_t>(sizeof(float))));
+    partials.resize(static_cast<size_t>(partial_floats_total));
     if (missing_size < rows * num_heads) {
       missing.reset(new std::atomic<int32_t>[static_cast<size_t>(rows * num_heads)]);
       missing_size = rows * num_heads;
     }
-    unit_start.assign(static_cast<size_t>(num_seqs + 1), 0);
-    part_base.assign(static_cast<size_t>(num_seqs), 0);
-    piece_first.assign(static_cast<size_t>(num_seqs), 0);
-    int64_t u = 0, base = 0;
     for (int64_t s = 0; s < num_seqs; ++s) {
-      unit_start[s] = u;
       const int64_t q_len = qs[s + 1] - qs[s];
-      if (q_len == 0) continue;
-      int64_t b = 0, e = 0;
-      seq_pieces(s, b, e);
-      piece_first[s] = b;
-      part_base[s] = base;
-      base += q_len * num_heads * (e - b) * pf;
-      u += (e - b) * num_heads;
       for (int64_t i = 0; i < q_len; ++i) {
         const RowKeys rk = row_keys(ctx[s] - q_len + i, window);
         for (int64_t h = 0; h < num_heads; ++h)
@@ -299,7 +298,6 @@ void attention_cpu(const at::Tensor& q, const KVCache& cache, const batching::Ba
                                                      std::memory_order_relaxed);
       }
     }
-    unit_start[num_seqs] = u;
     // The calling thread's scratch, by pointer: inside the job a
     // thread_local's name is the running thread's own.
     float* part = partials.data();
@@ -362,10 +360,9 @@ void attention_cpu(const at::Tensor& q, const KVCache& cache, const batching::Ba
         for (int64_t i = 0; i < q_len; ++i) {
           const RowKeys rk = row_keys(cached + i, window);
           if (j < rk.piece_begin || j >= rk.piece_end) continue;
-          const int64_t a = std::max(lo, rk.first), b = std::min(hi - 1, rk.last);  // keys [a, b]
+          const int64_t a = rk.piece_first(j), b = rk.piece_last(j);  // keys [a, b]
           const int64_t t = qs[s] + i;
-          const scalar_t* qrow = qp + (t * num_heads + h) * d;
-          for (int64_t x = 0; x < d; ++x) qf[x] = static_cast<float>(qrow[x]) * scale;
+          scaled_query(t, h, qf.data());
           float* row_parts = part + pbase[s] + ((i * num_heads + h) * n_pieces) * pf;
           row_scores<scalar_t>(qf.data(), krows.data() + (a - lo), b - a + 1, d, cap, scores.data());
           piece_partial<scalar_t>(scores.data(), vrows.data() + (a - lo), b - a + 1, d, row_parts + jl * pf);
@@ -419,14 +416,13 @@ void attention_cpu(const at::Tensor& q, const KVCache& cache, const batching::Ba
       for (int64_t i = 0; i < q_len; ++i) {
         const int64_t t = q_begin + i;
         const RowKeys rk = row_keys(cached + i, window);
-        const scalar_t* qrow = qp + (t * num_heads + h) * d;
-        for (int64_t x = 0; x < d; ++x) qf[x] = static_cast<float>(qrow[x]) * scale;
+        scaled_query(t, h, qf.data());
         parts.resize(static_cast<size_t>((rk.piece_end - rk.piece_begin) * pf));
         // All the row's scores first (the keys as one stream), then the
         // pieces' partials (the values as one stream).
         row_scores<scalar_t>(qf.data(), krows.data() + rk.first, rk.last - rk.first + 1, d, cap, scores.data());
         for (int64_t j = rk.piece_begin; j < rk.piece_end; ++j) {
-          const int64_t a = std::max(j * kKeyChunk, rk.first), b = std::min((j + 1) * kKeyChunk - 1, rk.last);
+          const int64_t a = rk.piece_first(j), b = rk.piece_last(j);
           piece_partial<scalar_t>(scores.data() + (a - rk.first), vrows.data() + a, b - a + 1, d,
                                   parts.data() + (j - rk.piece_begin) * pf);
         }
