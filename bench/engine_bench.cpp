@@ -8,7 +8,7 @@
 //   engine_bench [--model PATH] [--dtypes float32,bfloat16] [--batches 1,8,32]
 //                [--prompt-len 64] [--steps 24] [--threads N]
 //                [--weights packed,dequantized] [--prefill-len 128] [--skip-floors 1]
-//                [--print-steps 1]
+//                [--print-steps 1] [--alternate N]
 //
 // --weights: GGUF weights kept packed (the default) and/or dequantized at
 // load (EngineArgs::dequantize). Besides the tables it prints one
@@ -16,6 +16,13 @@
 // (keys prefill_tps, decode_tps_b<B> from the median step, decode_mean_tps_b<B>
 // from the steps' total time, weight_mb), which
 // bench/llama_cpp_side_by_side.sh reads.
+//
+// --alternate N: every engine built first, then measured in turn N times
+// (prefill and each batch of every engine, then again), the tables giving
+// medians; and, per dtype, "RESULT <dtype>/packed_over_dequantized <key>
+// <ratio>", the median over the alternations of packed's speed over
+// dequantized's (keys prefill, decode_b<B>): seconds apart instead of a
+// whole engine's run, so the machine's drift mostly cancels.
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <c10/core/InferenceMode.h>
@@ -24,6 +31,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <random>
 #include <set>
 #include <sstream>
@@ -106,6 +114,23 @@ int64_t weight_bytes(CausalLM& model) {
   return bytes;
 }
 
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0.0 : v[v.size() / 2];
+}
+
+// One engine of the comparison and what was measured on it (seconds), per alternation.
+struct Run {
+  std::string dtype, wmode;
+  std::unique_ptr<runner::Engine> engine;
+  ModelConfig cfg;
+  int64_t wbytes = 0;
+  std::vector<double> prefill;                   // best of 3 prefills
+  std::vector<std::vector<double>> median_step;  // [batch][alternation]
+  std::vector<std::vector<double>> total;        // [batch][alternation]: the timed steps together
+  std::string tag() const { return dtype + "/" + wmode; }
+};
+
 std::vector<int32_t> random_prompt(std::mt19937_64& rng, int64_t len, int64_t vocab) {
   std::uniform_int_distribution<int32_t> tok(3, static_cast<int32_t>(vocab - 1));
   std::vector<int32_t> p(static_cast<size_t>(len));
@@ -121,6 +146,7 @@ int main(int argc, char** argv) {
   std::vector<int64_t> batches = {1, 8, 32};
   std::vector<std::string> weights = {"packed", "dequantized"};
   int64_t prompt_len = 64, steps = 24, threads = 0, prefill_len = 128, skip_floors = 0, print_steps = 0;
+  int alternate = 1;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i], v = argv[i + 1];
     if (a == "--model")
@@ -143,6 +169,8 @@ int main(int argc, char** argv) {
       skip_floors = std::stoll(v);
     else if (a == "--print-steps")
       print_steps = std::stoll(v);
+    else if (a == "--alternate")
+      alternate = std::max(1, std::stoi(v));
     else {
       std::fprintf(stderr, "unknown option %s\n", a.c_str());
       return 2;
@@ -153,94 +181,147 @@ int main(int argc, char** argv) {
   const double bw = bench::measure_copy_bandwidth();
   std::printf("machine: %d intra-op threads; copy bandwidth %.1f GB/s\n", at::get_num_threads(), bw / 1e9);
 
+  // One engine per dtype and weights mode. With --alternate N > 1 all are
+  // built first and measured in turn N times (each measure of every engine,
+  // then the next): the machine's speed drifts over minutes, and engines
+  // measured one after the other (about 30 s apart) differ by that drift too.
+  std::vector<Run> runs;
   for (const auto& dtype : dtypes)
-    for (const auto& wmode : weights) {
-      const std::string tag = dtype + "/" + wmode;
-      EngineArgs args = EngineArgs()
-                            .model(model_path)
-                            .dtype(dtype)
-                            .dequantize(wmode == "dequantized")
-                            .max_num_seqs(64)
-                            .max_num_batched_tokens(4096)
-                            .enable_prefix_caching(false)
-                            .kv_cache_memory_mb(1024)
-                            .show_progress(false)
-                            .num_threads(threads);
-      runner::Engine engine(args);
-      auto& exec = dynamic_cast<runner::InProcExecutor&>(engine.executor());
-      CausalLM& model = exec.runner().model();
-      const ModelConfig& cfg = model.config();
-      const at::ScalarType dt = dtype == "bfloat16" ? at::kBFloat16 : at::kFloat;
-      const int64_t wbytes = weight_bytes(model);
-      const double mem_floor = static_cast<double>(wbytes) / bw;
-      std::mt19937_64 rng(1);
-
-      // Prefill at batch 1: one prefill_len-token prompt, its first step.
-      double prefill_best = 1e30;
-      for (int rep = 0; rep < 3; ++rep) {
-        runner::RequestInput in;
-        in.prompt_token_ids = random_prompt(rng, prefill_len, cfg.vocab_size);
-        in.params = SamplingParams().temperature(0).max_tokens(1).ignore_eos(true);
-        engine.add_request(in);
-        const auto t0 = clock_type::now();
-        engine.step();
-        prefill_best = std::min(prefill_best, seconds_since(t0));
-        while (engine.has_unfinished()) engine.step();
-      }
-      const double prefill_floor =
-          skip_floors != 0 ? mem_floor : std::max(mem_floor, blas_step_seconds(cfg, prefill_len, dt));
-      std::printf("\n## %s: weights %.1f MB, memory floor %.1f ms/step\n", tag.c_str(), wbytes / 1e6, mem_floor * 1e3);
-      std::printf("prefill %lld tokens at batch 1: %.1f ms = %.0f tokens/s (compute floor %.1f ms, ratio %.2f)\n",
-                  static_cast<long long>(prefill_len), prefill_best * 1e3, prefill_len / prefill_best,
-                  prefill_floor * 1e3, prefill_best / prefill_floor);
-      std::printf("RESULT %s weight_mb %.2f\nRESULT %s prefill_tps %.2f\n", tag.c_str(), wbytes / 1e6, tag.c_str(),
-                  prefill_len / prefill_best);
-      std::printf("| batch | step ms (median) | tokens/s | memory floor ms | compute floor ms | ratio to larger |\n");
-      std::printf("|---|---|---|---|---|---|\n");
-
-      for (int64_t b : batches) {
-        std::vector<runner::RequestInput> reqs;
-        for (int64_t i = 0; i < b; ++i) {
-          runner::RequestInput in;
-          in.prompt_token_ids = random_prompt(rng, prompt_len, cfg.vocab_size);
-          in.params = SamplingParams().temperature(0).max_tokens(steps + 4).ignore_eos(true);
-          reqs.push_back(in);
-        }
-        engine.add_requests(reqs);
-        // Prefill everything (and one warm-up decode), then time pure decode steps.
-        for (int i = 0; i < 2; ++i) engine.step();
-        std::vector<double> times;
-        for (int64_t s = 0; s < steps; ++s) {
-          const auto t0 = clock_type::now();
-          auto outs = engine.step();
-          times.push_back(seconds_since(t0));
-          if (static_cast<int64_t>(outs.size()) != b) {
-            std::fprintf(stderr, "step %lld carried %zu requests, expected %lld\n", static_cast<long long>(s),
-                         outs.size(), static_cast<long long>(b));
-          }
-        }
-        while (engine.has_unfinished()) engine.step();
-        if (print_steps != 0) {  // each step's ms, in order: the machine's speed drifts within a run
-          std::printf("steps ms:");
-          for (double t : times) std::printf(" %.2f", t * 1e3);
-          std::printf("\n");
-        }
-        std::sort(times.begin(), times.end());
-        const double med = times[times.size() / 2];
-        const double compute_floor = skip_floors != 0 ? 0.0 : blas_step_seconds(cfg, b, dt);
-        const double floor = std::max(mem_floor, compute_floor);
-        std::printf("| %lld | %.1f | %.1f | %.1f | %.1f | %.2f |\n", static_cast<long long>(b), med * 1e3, b / med,
-                    mem_floor * 1e3, compute_floor * 1e3, med / floor);
-        std::printf("RESULT %s decode_tps_b%lld %.2f\n", tag.c_str(), static_cast<long long>(b), b / med);
-        // Tokens over the steps' total time, as llama-bench and llama-batched-bench
-        // count (a slow step weighs in fully here, not in the median).
-        double total = 0.0;
-        for (double t : times) total += t;
-        std::printf("RESULT %s decode_mean_tps_b%lld %.2f\n", tag.c_str(), static_cast<long long>(b),
-                    static_cast<double>(b * steps) / total);
-        std::fflush(stdout);
-      }
+    for (const auto& wmode : weights) runs.push_back(Run{dtype, wmode});
+  const auto build = [&](Run& r) {
+    EngineArgs args = EngineArgs()
+                          .model(model_path)
+                          .dtype(r.dtype)
+                          .dequantize(r.wmode == "dequantized")
+                          .max_num_seqs(64)
+                          .max_num_batched_tokens(4096)
+                          .enable_prefix_caching(false)
+                          .kv_cache_memory_mb(1024)
+                          .show_progress(false)
+                          .num_threads(threads);
+    r.engine = std::make_unique<runner::Engine>(args);
+    auto& exec = dynamic_cast<runner::InProcExecutor&>(r.engine->executor());
+    CausalLM& model = exec.runner().model();
+    r.cfg = model.config();
+    r.wbytes = weight_bytes(model);
+  };
+  const auto measure = [&](Run& r, int rep) {
+    runner::Engine& engine = *r.engine;
+    std::mt19937_64 rng(1 + static_cast<uint64_t>(rep));
+    // Prefill at batch 1: one prefill_len-token prompt, its first step (best of 3).
+    double prefill_best = 1e30;
+    for (int i = 0; i < 3; ++i) {
+      runner::RequestInput in;
+      in.prompt_token_ids = random_prompt(rng, prefill_len, r.cfg.vocab_size);
+      in.params = SamplingParams().temperature(0).max_tokens(1).ignore_eos(true);
+      engine.add_request(in);
+      const auto t0 = clock_type::now();
+      engine.step();
+      prefill_best = std::min(prefill_best, seconds_since(t0));
+      while (engine.has_unfinished()) engine.step();
     }
+    r.prefill.push_back(prefill_best);
+    for (size_t bi = 0; bi < batches.size(); ++bi) {
+      const int64_t b = batches[bi];
+      std::vector<runner::RequestInput> reqs;
+      for (int64_t i = 0; i < b; ++i) {
+        runner::RequestInput in;
+        in.prompt_token_ids = random_prompt(rng, prompt_len, r.cfg.vocab_size);
+        in.params = SamplingParams().temperature(0).max_tokens(steps + 4).ignore_eos(true);
+        reqs.push_back(in);
+      }
+      engine.add_requests(reqs);
+      // Prefill everything (and one warm-up decode), then time pure decode steps.
+      for (int i = 0; i < 2; ++i) engine.step();
+      std::vector<double> times;
+      for (int64_t s = 0; s < steps; ++s) {
+        const auto t0 = clock_type::now();
+        auto outs = engine.step();
+        times.push_back(seconds_since(t0));
+        if (static_cast<int64_t>(outs.size()) != b) {
+          std::fprintf(stderr, "step %lld carried %zu requests, expected %lld\n", static_cast<long long>(s),
+                       outs.size(), static_cast<long long>(b));
+        }
+      }
+      while (engine.has_unfinished()) engine.step();
+      if (print_steps != 0) {  // each step's ms, in order: the machine's speed drifts within a run
+        std::printf("%s batch %lld steps ms:", r.tag().c_str(), static_cast<long long>(b));
+        for (double t : times) std::printf(" %.2f", t * 1e3);
+        std::printf("\n");
+      }
+      double total = 0.0;
+      for (double t : times) total += t;
+      std::sort(times.begin(), times.end());
+      r.median_step[bi].push_back(times[times.size() / 2]);
+      r.total[bi].push_back(total);
+    }
+  };
+  const auto report = [&](Run& r) {
+    const std::string tag = r.tag();
+    const at::ScalarType dt = r.dtype == "bfloat16" ? at::kBFloat16 : at::kFloat;
+    const double mem_floor = static_cast<double>(r.wbytes) / bw;
+    const double prefill = median(r.prefill);
+    const double prefill_floor =
+        skip_floors != 0 ? mem_floor : std::max(mem_floor, blas_step_seconds(r.cfg, prefill_len, dt));
+    std::printf("\n## %s: weights %.1f MB, memory floor %.1f ms/step%s\n", tag.c_str(), r.wbytes / 1e6, mem_floor * 1e3,
+                alternate > 1 ? " (medians of the alternations)" : "");
+    std::printf("prefill %lld tokens at batch 1: %.1f ms = %.0f tokens/s (compute floor %.1f ms, ratio %.2f)\n",
+                static_cast<long long>(prefill_len), prefill * 1e3, prefill_len / prefill, prefill_floor * 1e3,
+                prefill / prefill_floor);
+    std::printf("RESULT %s weight_mb %.2f\nRESULT %s prefill_tps %.2f\n", tag.c_str(), r.wbytes / 1e6, tag.c_str(),
+                prefill_len / prefill);
+    std::printf("| batch | step ms (median) | tokens/s | memory floor ms | compute floor ms | ratio to larger |\n");
+    std::printf("|---|---|---|---|---|---|\n");
+    for (size_t bi = 0; bi < batches.size(); ++bi) {
+      const int64_t b = batches[bi];
+      const double med = median(r.median_step[bi]);
+      const double compute_floor = skip_floors != 0 ? 0.0 : blas_step_seconds(r.cfg, b, dt);
+      const double floor = std::max(mem_floor, compute_floor);
+      std::printf("| %lld | %.1f | %.1f | %.1f | %.1f | %.2f |\n", static_cast<long long>(b), med * 1e3, b / med,
+                  mem_floor * 1e3, compute_floor * 1e3, med / floor);
+      std::printf("RESULT %s decode_tps_b%lld %.2f\n", tag.c_str(), static_cast<long long>(b), b / med);
+      // Tokens over the steps' total time, as llama-bench and llama-batched-bench
+      // count (a slow step weighs in fully here, not in the median).
+      std::printf("RESULT %s decode_mean_tps_b%lld %.2f\n", tag.c_str(), static_cast<long long>(b),
+                  static_cast<double>(b * steps) / median(r.total[bi]));
+    }
+    std::fflush(stdout);
+  };
+  for (Run& r : runs) {
+    r.median_step.resize(batches.size());
+    r.total.resize(batches.size());
+  }
+  if (alternate <= 1) {
+    for (Run& r : runs) {  // one engine at a time: the memory of one
+      build(r);
+      measure(r, 0);
+      report(r);
+      r.engine.reset();
+    }
+  } else {
+    for (Run& r : runs) build(r);
+    for (int rep = 0; rep < alternate; ++rep)
+      for (Run& r : runs) measure(r, rep);
+    for (Run& r : runs) report(r);
+    // Packed over dequantized, per alternation (seconds apart), then their median.
+    for (const auto& dtype : dtypes) {
+      const Run* p = nullptr;
+      const Run* d = nullptr;
+      for (const Run& r : runs)
+        if (r.dtype == dtype) (r.wmode == "packed" ? p : d) = &r;
+      if (p == nullptr || d == nullptr) continue;
+      const auto ratio_line = [&](const char* key, const std::vector<double>& pt, const std::vector<double>& dt) {
+        std::vector<double> q;
+        for (size_t i = 0; i < pt.size() && i < dt.size(); ++i) q.push_back(dt[i] / pt[i]);  // speed ratio
+        std::printf("RESULT %s/packed_over_dequantized %s %.3f (alternations %.3f-%.3f)\n", dtype.c_str(), key,
+                    median(q), *std::min_element(q.begin(), q.end()), *std::max_element(q.begin(), q.end()));
+      };
+      std::printf("\n");
+      ratio_line("prefill", p->prefill, d->prefill);
+      for (size_t bi = 0; bi < batches.size(); ++bi)
+        ratio_line(("decode_b" + std::to_string(batches[bi])).c_str(), p->total[bi], d->total[bi]);
+    }
+  }
 
   // bf16 versus fp32 logits on the same prompt (every position).
   if (std::find(dtypes.begin(), dtypes.end(), "bfloat16") != dtypes.end()) {

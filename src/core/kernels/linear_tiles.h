@@ -29,6 +29,9 @@ struct TileArgs {
   const int64_t* col = nullptr;  // [nr] output column of each w row
   int nr_store = 0;              // columns stored: the first nr_store (later ones are repeats)
   const float* bias = nullptr;   // [nr] bias of each column, or nullptr for none
+  // Packed tiles that decode (PackedKernels::decoding) also store w row j's
+  // decoded float32 weights at decoded[j]; others ignore it.
+  float* const* decoded = nullptr;
 };
 
 // out[i, col[j]] = round(sum_k x[i][k] * w[j][k] (+ bias[j])), the sum in the

@@ -383,8 +383,9 @@ constexpr int64_t kScaleChunk = 64;
 constexpr int kScaleMaxRows = 4;
 
 // One block of the fused tile: every x row times the block's weights of every w row.
-template <class Q, int MR, int NR>
-NNSIGHT_AVX512_INLINE void tile_block(const float* const* x, const typename Q::State* s, int64_t b, __m512* acc) {
+template <class Q, int MR, int NR, bool kStore>
+NNSIGHT_AVX512_INLINE void tile_block(const float* const* x, const typename Q::State* s, int64_t b, __m512* acc,
+                                      float* const* dst) {
   // With all NR rows' decoded vectors held at once (when they fit in the 32
   // registers beside the accumulators), each x vector is loaded once for the
   // NR rows; otherwise each multiply-add loads its own x vector (at 8 rows
@@ -402,6 +403,12 @@ NNSIGHT_AVX512_INLINE void tile_block(const float* const* x, const typename Q::S
       __m512 w[NR][kVectors];
 #pragma GCC unroll 8
       for (int j = 0; j < NR; ++j) Q::template group<kFewRows>(s[j], g, w[j]);
+      if constexpr (kStore) {
+#pragma GCC unroll 8
+        for (int j = 0; j < NR; ++j)
+#pragma GCC unroll 8
+          for (int c = 0; c < kVectors; ++c) _mm512_storeu_ps(dst[j] + k + 16 * c, w[j][c]);
+      }
 #pragma GCC unroll 8
       for (int c = 0; c < kVectors; ++c) {
 #pragma GCC unroll 8
@@ -418,6 +425,10 @@ NNSIGHT_AVX512_INLINE void tile_block(const float* const* x, const typename Q::S
       for (int j = 0; j < NR; ++j) {
         __m512 w[kVectors];
         Q::template group<kFewRows>(s[j], g, w);
+        if constexpr (kStore) {
+#pragma GCC unroll 8
+          for (int c = 0; c < kVectors; ++c) _mm512_storeu_ps(dst[j] + k + 16 * c, w[c]);
+        }
 #pragma GCC unroll 8
         for (int i = 0; i < MR; ++i) {
 #pragma GCC unroll 8
@@ -432,9 +443,9 @@ NNSIGHT_AVX512_INLINE void tile_block(const float* const* x, const typename Q::S
 // Block b of every w row times every x row; the rows' scales are converted
 // by Q::load, or (kConverted) taken from sc, row j's scale i at
 // sc[(j * kScales + i) * stride].
-template <class Q, int MR, int NR, bool kConverted>
+template <class Q, int MR, int NR, bool kConverted, bool kStore>
 NNSIGHT_AVX512_INLINE void tile_step(const float* const* x, const uint8_t* const* w, int64_t prefetch, int64_t b,
-                                     const float* sc, int64_t stride, __m512* acc) {
+                                     const float* sc, int64_t stride, __m512* acc, float* const* dst) {
   typename Q::State s[NR];
 #pragma GCC unroll 8
   for (int j = 0; j < NR; ++j) {
@@ -455,13 +466,16 @@ NNSIGHT_AVX512_INLINE void tile_step(const float* const* x, const uint8_t* const
       Q::load(blk, s[j]);
     }
   }
-  tile_block<Q, MR, NR>(x, s, b, acc);
+  tile_block<Q, MR, NR, kStore>(x, s, b, acc, dst);
 }
 
-template <class Q, int MR, int NR>
+// kStore: also stores the decoded weights, w row j's to a.decoded[j] (the
+// first row tile of the Tiles path, packed_linear.cpp).
+template <class Q, int MR, int NR, bool kStore = false>
 NNSIGHT_PACKED_TARGET void fused_tile(const TileArgs& a) {
   const float* x[MR];
   const uint8_t* w[NR];
+  float* const* dst = a.decoded;
 #pragma GCC unroll 8
   for (int i = 0; i < MR; ++i) x[i] = static_cast<const float*>(a.x[i]);
 #pragma GCC unroll 8
@@ -491,7 +505,7 @@ NNSIGHT_PACKED_TARGET void fused_tile(const TileArgs& a) {
       for (int j = 0; j < NR; ++j)
         for (int64_t g = b; g < c1; g += 16) Q::scales16(w[j] + g * Q::kBytes, &sc[j][0][g - b], kScaleChunk);
       for (int64_t i = b; i < c1; ++i)
-        tile_step<Q, MR, NR, true>(x, w, prefetch, i, &sc[0][0][i - b], kScaleChunk, acc);
+        tile_step<Q, MR, NR, true, kStore>(x, w, prefetch, i, &sc[0][0][i - b], kScaleChunk, acc, dst);
     }
     b = grouped;
     // The blocks after the last whole group (a Q4_1 row of 576 has 18) one at
@@ -510,10 +524,10 @@ NNSIGHT_PACKED_TARGET void fused_tile(const TileArgs& a) {
           _mm_store_ss(own + j, f);
         }
       }
-      tile_step<Q, MR, NR, true>(x, w, prefetch, b, own, 1, acc);
+      tile_step<Q, MR, NR, true, kStore>(x, w, prefetch, b, own, 1, acc, dst);
     }
   } else {
-    for (; b < nblocks; ++b) tile_step<Q, MR, NR, false>(x, w, prefetch, b, nullptr, 0, acc);
+    for (; b < nblocks; ++b) tile_step<Q, MR, NR, false, kStore>(x, w, prefetch, b, nullptr, 0, acc, dst);
   }
   StoreF32::all<MR * NR, NR>(acc, a);
 }
@@ -531,6 +545,7 @@ PackedKernels make_kernels() {
   k.by_mr[6] = TileKernel{3, &fused_tile<Q, 6, 3>};
   k.by_mr[7] = TileKernel{3, &fused_tile<Q, 7, 3>};
   k.by_mr[8] = TileKernel{3, &fused_tile<Q, 8, 3>};
+  k.decoding = TileKernel{3, &fused_tile<Q, 8, 3, true>};
   return k;
 }
 

@@ -18,6 +18,9 @@ struct PackedKernels {
   // same path on the decoded rows, bit for bit.
   int max_mr = 0;
   TileKernel by_mr[TileSet::kMaxRows + 1] = {};
+  // by_mr[max_mr]'s sums, also storing the decoded rows (TileArgs::decoded);
+  // fn nullptr where the instruction set has none.
+  TileKernel decoding;
 };
 
 // An instruction set's kernels for `type`: make(TypeTag<Q>{}) builds the set
