@@ -14,6 +14,10 @@
 # prompt of the same length). The machine's speed drifts over minutes, and
 # a round's two batch-1 runs lie about a minute apart.
 #
+# The packed / dequantized column: engine_bench --alternate 2 measures its
+# two engines in turn, seconds apart, and prints the ratio per alternation;
+# the column is the median of those over the rounds.
+#
 # --cpu avx2: both programs as on a CPU without AVX-512 (Zen 2/3, most Intel
 # client cores): llama.cpp built without its AVX-512 code (into build-avx2),
 # this engine run with NNSIGHT_CPU=avx2 (its AVX2 kernels).
@@ -120,7 +124,7 @@ for r in $(seq 1 "$rounds"); do
   "$bin/llama-batched-bench" -m "$model" -t "$threads" -tb "$threads" -c "$ctx" -npp "$prompt" -ntg "$gen" \
     -npl "$batches" --output-format jsonl >"$out/bb.$r" 2>/dev/null
   echo "round $r/$rounds: engine_bench" >&2
-  "$engine" --model "$model" --threads "$threads" --dtypes float32 --weights packed,dequantized \
+  "$engine" --model "$model" --threads "$threads" --dtypes float32 --weights packed,dequantized --alternate 2 \
     --prompt-len "$prompt" --prefill-len "$prompt" --steps "$gen" --batches "$batches" --skip-floors 1 >"$out/eb.$r"
   # llama-bench's tg test decodes from an empty cache (keys 1..gen); the
   # engine's counterpart decodes after a one-token prompt (keys 2..gen+1).
@@ -172,6 +176,10 @@ for r in range(1, rounds + 1):
         if key.startswith("decode_mean_tps_b"): add((mode, "decode" + key[len("decode_mean_tps_b"):]), v)
         if key.startswith("decode_tps_b"): add((mode, "decode" + key[len("decode_tps_b"):] + "_median"), v)
         if key == "weight_mb": add((mode, "weight_mb"), v)
+    for line in open(os.path.join(out, f"eb.{r}")):
+        # Packed over dequantized, each alternation's two engines seconds apart.
+        m = re.match(r"RESULT float32/packed_over_dequantized (\w+) ([0-9.]+)", line)
+        if m: add(("ratio", m.group(1).replace("decode_b", "decode")), float(m.group(2)))
     for line in open(os.path.join(out, f"et.{r}")):
         m = re.match(r"RESULT float32/(\w+) decode_mean_tps_b1 ([0-9.]+)", line)
         if m: add((m.group(1), "decode1_empty"), float(m.group(2)))
@@ -200,7 +208,10 @@ for name, lk, ek in rows:
     l, p, d = get(lk), get(("packed", ek)), get(("dequantized", ek))
     f = lambda x: f"{x:.1f}" if x else "-"
     rt = lambda a, b: f"{a/b:.2f}" if a and b else "-"
-    print(f"| {name} | {f(l)} | {f(p)} | {rt(p, l)} | {f(d)} | {rt(p, d)} |")
+    # packed / dequantized: the median over the rounds of engine_bench's
+    # alternated ratio where it printed one, else the ratio of the medians.
+    pd = get(("ratio", ek))
+    print(f"| {name} | {f(l)} | {f(p)} | {rt(p, l)} | {f(d)} | {f'{pd:.2f}' if pd else rt(p, d)} |")
 # Each round's batch-1 numbers: the machine's speed moves between minutes,
 # and the rounds show how far (the table's medians hide it).
 print("\nbatch 1 per round (tokens/s): llama.cpp / packed over all steps / ratio (packed's median step / ratio)")
