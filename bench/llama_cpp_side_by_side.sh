@@ -128,9 +128,11 @@ for r in $(seq 1 "$rounds"); do
     --prompt-len "$prompt" --prefill-len "$prompt" --steps "$gen" --batches "$batches" --skip-floors 1 >"$out/eb.$r"
   # llama-bench's tg test decodes from an empty cache (keys 1..gen); the
   # engine's counterpart decodes after a one-token prompt (keys 2..gen+1).
+  # Three generations, their rates averaged, as llama-bench -r 3 averages its
+  # three (avg_ts).
   echo "round $r/$rounds: engine_bench, one-token prompt" >&2
   "$engine" --model "$model" --threads "$threads" --dtypes float32 --weights packed,dequantized \
-    --prompt-len 1 --prefill-len 1 --steps "$gen" --batches 1 --skip-floors 1 >"$out/et.$r"
+    --prompt-len 1 --prefill-len 1 --steps "$gen" --batches 1,1,1 --skip-floors 1 >"$out/et.$r"
 done
 for p in $(seq 1 "$pairs"); do
   echo "pair $p/$pairs: llama-bench tg$gen, engine_bench after a one-token prompt" >&2
@@ -180,11 +182,13 @@ for r in range(1, rounds + 1):
         # Packed over dequantized, each alternation's two engines seconds apart.
         m = re.match(r"RESULT float32/packed_over_dequantized (\w+) ([0-9.]+)", line)
         if m: add(("ratio", m.group(1).replace("decode_b", "decode")), float(m.group(2)))
+    three = {}  # the round's three generations per key, averaged
     for line in open(os.path.join(out, f"et.{r}")):
         m = re.match(r"RESULT float32/(\w+) decode_mean_tps_b1 ([0-9.]+)", line)
-        if m: add((m.group(1), "decode1_empty"), float(m.group(2)))
+        if m: three.setdefault((m.group(1), "decode1_empty"), []).append(float(m.group(2)))
         m = re.match(r"RESULT float32/(\w+) decode_tps_b1 ([0-9.]+)", line)
-        if m: add((m.group(1), "decode1_empty_median"), float(m.group(2)))
+        if m: three.setdefault((m.group(1), "decode1_empty_median"), []).append(float(m.group(2)))
+    for k, v in three.items(): add(k, statistics.mean(v))
 med = {k: statistics.median(v) for k, v in vals.items()}
 def get(k): return med.get(k)
 size = os.path.getsize(model)
