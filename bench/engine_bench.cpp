@@ -302,8 +302,10 @@ int main(int argc, char** argv) {
     }
   } else {
     for (Run& r : runs) build(r);
+    // Each alternation starts with the next engine (rotating the order), so
+    // that none is always measured first, just after another's run.
     for (int rep = 0; rep < alternate; ++rep)
-      for (Run& r : runs) measure(r, rep);
+      for (size_t i = 0; i < runs.size(); ++i) measure(runs[(i + static_cast<size_t>(rep)) % runs.size()], rep);
     for (Run& r : runs) report(r);
     // Packed over dequantized, per alternation (seconds apart), then their median.
     for (const auto& dtype : dtypes) {
