@@ -3,9 +3,9 @@
 # (build/bench/engine_bench) on the same GGUF, the same thread count and the
 # same prompt / generation lengths, alternating, then one table of ratios.
 #
-#   bench/llama_cpp_side_by_side.sh [--model F.gguf] [--threads 2] [--rounds 3]
+#   bench/llama_cpp_side_by_side.sh [--model F.gguf] [--threads 2] [--rounds 5]
 #                                   [--prompt 128] [--gen 32] [--batches 1,8,32]
-#                                   [--pairs 5] [--cpu avx2] [--build-only]
+#                                   [--pairs 7] [--cpu avx2] [--build-only]
 #
 # --pairs: after the rounds, batch-1 decode once more as back-to-back pairs,
 # seconds apart, and the median of the pairs' ratios: from an empty cache
@@ -34,11 +34,11 @@ cache="${NNSIGHT_LLAMA_CPP_DIR:-$HOME/.cache/nnsight/llama.cpp}"
 build_dir="${NNSIGHT_BUILD_DIR:-$here/build}"
 model="$HOME/.cache/nnsight/models/SmolLM2-135M-Instruct.Q4_1.gguf"
 threads=2
-rounds=3
+rounds=5
 prompt=128
 gen=32
 batches=1,8,32
-pairs=5
+pairs=7
 cpu=native
 build_only=0
 while [[ $# -gt 0 ]]; do
