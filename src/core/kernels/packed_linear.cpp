@@ -134,42 +134,68 @@ double rows_cost_ns(int64_t m, const PackedMatrix& w, int64_t rows) {
   return bytes / 20.0 + weights * 0.05 + 2.0 * static_cast<double>(m) * weights / 100.0;
 }
 
-// out[:, w.scan_row(p)] for p in [n_begin, n_end) by the fused tiles.
-void fused_columns(const PackedKernels& k, const float* x, const PackedMatrix& w, const float* bias, float* out,
-                   int64_t M, int64_t n_begin, int64_t n_end) {
-  const int64_t N = w.rows, K = w.cols;
+// One fused tile's arguments, for w and bias, with the arrays they point at.
+struct FusedCall {
   const void* xr[TileSet::kMaxRows];
   const void* wr[TileSet::kMaxRows];
+  float* dst[TileSet::kMaxRows];
   int64_t col[TileSet::kMaxRows];
   float bias_f[TileSet::kMaxRows];
   TileArgs args;
-  args.x = xr;
-  args.w = wr;
-  args.k = K;
-  args.ldo = N;
-  args.col = col;
-  args.bias = bias != nullptr ? bias_f : nullptr;
-  for (int64_t m0 = 0; m0 < M; m0 += k.max_mr) {
-    const int mr = static_cast<int>(std::min<int64_t>(k.max_mr, M - m0));
-    const TileKernel& tk = k.by_mr[mr];
-    for (int i = 0; i < mr; ++i) xr[i] = x + (m0 + i) * K;
-    args.out = out + m0 * N;
+  const PackedMatrix& w;
+  const float* bias;
+
+  FusedCall(const PackedMatrix& w_, const float* bias_) : w(w_), bias(bias_) {
+    args.x = xr;
+    args.w = wr;
+    args.k = w.cols;
+    args.ldo = w.rows;
+    args.col = col;
+    args.bias = bias != nullptr ? bias_f : nullptr;
+  }
+
+  // x rows [m0, m0 + mr) into out's same rows, by tk: its prefetch distance.
+  void rows_of_x(const TileKernel& tk, const float* x, float* out, int64_t m0, int mr) {
+    for (int i = 0; i < mr; ++i) xr[i] = x + (m0 + i) * w.cols;
+    args.out = out + m0 * w.rows;
     // About two tiles ahead: the prefetch must run at least a whole tile ahead
     // of the loads to hide the memory's latency (one tile of the LM head, 4
     // rows of 612 bytes, takes about as long as a read from memory).
     args.prefetch = std::clamp<int64_t>(kPrefetchTiles * tk.nr * w.row_bytes(), kMinPrefetchBytes, kMaxPrefetchBytes);
-    // Positions p of w's scan order (its rows in memory order).
-    for (int64_t p = n_begin; p < n_end; p += tk.nr) {
-      // Positions past the end repeat the last one; they are computed and not stored.
-      args.nr_store = static_cast<int>(std::min<int64_t>(tk.nr, n_end - p));
+  }
+
+  // w rows row_at(p) for p in [p_begin, p_end), tk.nr at a time; with buf
+  // (tk storing what it decodes), row r's weights to buf + (r - buf_row0) * K.
+  template <class RowAt>
+  void run(const TileKernel& tk, int64_t p_begin, int64_t p_end, RowAt row_at, float* buf = nullptr,
+           int64_t buf_row0 = 0) {
+    args.decoded = buf != nullptr ? dst : nullptr;
+    for (int64_t p = p_begin; p < p_end; p += tk.nr) {
+      // Positions past the end repeat the last one; they are computed and not
+      // stored as sums (their decoded row is stored to its own place again).
+      args.nr_store = static_cast<int>(std::min<int64_t>(tk.nr, p_end - p));
       for (int j = 0; j < tk.nr; ++j) {
-        const int64_t row = w.scan_row(std::min(p + j, n_end - 1));
+        const int64_t row = row_at(std::min(p + j, p_end - 1));
         col[j] = row;
         wr[j] = w.row(row);
+        if (buf != nullptr) dst[j] = buf + (row - buf_row0) * w.cols;
         if (bias != nullptr) bias_f[j] = bias[row];
       }
       tk.fn(args);
     }
+  }
+};
+
+// out[:, w.scan_row(p)] for p in [n_begin, n_end) by the fused tiles.
+void fused_columns(const PackedKernels& k, const float* x, const PackedMatrix& w, const float* bias, float* out,
+                   int64_t M, int64_t n_begin, int64_t n_end) {
+  FusedCall call(w, bias);
+  for (int64_t m0 = 0; m0 < M; m0 += k.max_mr) {
+    const int mr = static_cast<int>(std::min<int64_t>(k.max_mr, M - m0));
+    const TileKernel& tk = k.by_mr[mr];
+    call.rows_of_x(tk, x, out, m0, mr);
+    // Positions p of w's scan order (its rows in memory order).
+    call.run(tk, n_begin, n_end, [&](int64_t p) { return w.scan_row(p); });
   }
 }
 
@@ -195,42 +221,6 @@ float* scratch(size_t n) {
   return buf.get();
 }
 
-// out[:max_mr, n] for n in [nb, ne) by k.decoding, which also stores the
-// decoded row n at buf + (n - nb) * K.
-void decode_first_rows(const PackedKernels& k, const float* x, const PackedMatrix& w, const float* bias, float* out,
-                       float* buf, int64_t nb, int64_t ne) {
-  const int64_t N = w.rows, K = w.cols;
-  const TileKernel& tk = k.decoding;
-  const void* xr[TileSet::kMaxRows];
-  const void* wr[TileSet::kMaxRows];
-  float* dst[TileSet::kMaxRows];
-  int64_t col[TileSet::kMaxRows];
-  float bias_f[TileSet::kMaxRows];
-  for (int i = 0; i < k.max_mr; ++i) xr[i] = x + i * K;
-  TileArgs args;
-  args.x = xr;
-  args.w = wr;
-  args.k = K;
-  args.ldo = N;
-  args.col = col;
-  args.out = out;
-  args.decoded = dst;
-  args.bias = bias != nullptr ? bias_f : nullptr;
-  args.prefetch = std::clamp<int64_t>(kPrefetchTiles * tk.nr * w.row_bytes(), kMinPrefetchBytes, kMaxPrefetchBytes);
-  for (int64_t r = nb; r < ne; r += tk.nr) {
-    // Rows past the end repeat the last one (computed, stored to its own place again, not stored as sums).
-    args.nr_store = static_cast<int>(std::min<int64_t>(tk.nr, ne - r));
-    for (int j = 0; j < tk.nr; ++j) {
-      const int64_t row = std::min(r + j, ne - 1);
-      col[j] = row;
-      wr[j] = w.row(row);
-      dst[j] = buf + (row - nb) * K;
-      if (bias != nullptr) bias_f[j] = bias[row];
-    }
-    tk.fn(args);
-  }
-}
-
 // out[:, n] for n in [n_begin, n_end): blocks of rows decoded to a float
 // buffer, then kernels::linear's float32 tiles.
 void tile_columns(const PackedKernels* k, const TileSet& tiles, const float* x, const PackedMatrix& w,
@@ -253,7 +243,10 @@ void tile_columns(const PackedKernels* k, const TileSet& tiles, const float* x, 
   for (int64_t nb = n_begin; nb < n_end; nb += block) {
     const int64_t ne = std::min(nb + block, n_end);
     if (fused_first) {
-      decode_first_rows(*k, x, w, bias, out, buf, nb, ne);
+      FusedCall call(w, bias);
+      call.rows_of_x(k->decoding, x, out, 0, static_cast<int>(m_first));
+      call.run(
+          k->decoding, nb, ne, [](int64_t r) { return r; }, buf, nb);
     } else {
       for (int64_t r = nb; r < ne; ++r) decode_row(k, w.type, w.row(r), buf + (r - nb) * K, K);
     }
