@@ -92,7 +92,7 @@ TEST_P(ChatTemplateFixture, RendersAsTransformers) {
 
 INSTANTIATE_TEST_SUITE_P(Families, ChatTemplateFixture,
                          ::testing::Values("smollm2", "llama3", "qwen3", "gemma2", "gemma3", "phi3", "mistral",
-                                           "mixtral", "olmo2"));
+                                           "mixtral", "olmo2", "llama2", "tinyllama"));
 
 TEST(ChatTemplate, GemmaRefusesASystemRoleAndBadOrderWithTheTemplatesMessage) {
   // The fixtures hold these; checked here by name so a regenerated fixture cannot hide them.
