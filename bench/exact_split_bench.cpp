@@ -1,7 +1,7 @@
 // exact_split_bench: would llama.cpp's integer dot products (vpdpbusd) beat
 // the packed float tiles if the activations were not rounded to 8 bits but
 // split exactly enough into three 8-bit parts? Kept so that the answer
-// recorded in docs/benchmarks.md ("Ninth session") and docs/design.md can be
+// recorded in docs/benchmarks-history.md ("Ninth session") and docs/design.md can be
 // measured again on another CPU. Not used by the library.
 //
 //   ./build/bench/exact_split_bench [--reps 1.0]
