@@ -92,4 +92,17 @@ NodeId grad_source(const Graph& g, NodeId value) {
   return value;
 }
 
+std::string grad_of_computed_value(const Graph& g, NodeId src) {
+  const Node& s = g.nodes[src];
+  std::string msg =
+      "grad() is taken of a value read from the model (a module's output or input, an element of its tuple, or "
+      "logits), not of " +
+      s.describe(src);
+  if (s.kind == NodeKind::Op && (s.name == "getitem" || s.name == "narrow" || s.name == "select") && !s.args.empty() &&
+      g.nodes[s.args[0]].kind == NodeKind::Get) {
+    msg += ": take the gradient first, then index it (h.grad()[{-1}], not h[{-1}].grad())";
+  }
+  return msg;
+}
+
 }  // namespace nnsight::dsl

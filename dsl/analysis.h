@@ -59,6 +59,11 @@ bool uses_gradients(const Graph& g);
 // the node it indexes. Whether that is a Get of a differentiable key is the
 // validator's check.
 NodeId grad_source(const Graph& g, NodeId value);
+
+// The message for grad() of `src`, a value the model never held (an op's
+// result): names it and, when it indexes a value read from the model, says
+// to take the gradient first and index it then (`h.grad()[{-1}]`).
+std::string grad_of_computed_value(const Graph& g, NodeId src);
 // Analyses every graph of a trace and fills each External's `needed` from the
 // graph it refers to. graphs[i] must be invoke i (validate_trace checks).
 std::vector<GraphAnalysis> analyze_trace(const std::vector<const Graph*>& graphs);

@@ -1,5 +1,7 @@
 #include "dsl/builder.h"
 
+#include "dsl/analysis.h"
+
 #include "dsl/errors.h"
 #include "dsl/ops/registry.h"
 #include "dsl/provider_key.h"
@@ -126,6 +128,11 @@ NodeId GraphBuilder::call(std::string module, NodeId arg, SourceLoc loc) {
 NodeId GraphBuilder::grad(NodeId value, SourceLoc loc) {
   check_open(loc);
   check_ref(value, loc, "grad");
+  // Checked here, as the user's body runs, not first on the worker: the
+  // gradient is that of a value the model holds, as read.
+  const NodeId src = grad_source(graph_, value);
+  const Node& s = graph_.nodes[src];
+  if (s.kind != NodeKind::Get) fail(loc, grad_of_computed_value(graph_, src));
   Node n;
   n.kind = NodeKind::Grad;
   n.args = {value};
@@ -149,7 +156,10 @@ NodeId GraphBuilder::save(NodeId value, std::string name, SaveMode mode, SourceL
   Node n;
   n.kind = NodeKind::Save;
   n.name = name.empty() ? default_save_name(static_cast<NodeId>(graph_.nodes.size())) : std::move(name);
-  if (!save_names_.insert(n.name).second) fail(loc, "a value is already saved under the name '" + n.name + "'");
+  const auto [earlier, fresh] = save_names_.emplace(n.name, loc);
+  if (!fresh) {
+    fail(loc, "a value is already saved under the name '" + n.name + "' (at " + earlier->second.str() + ")");
+  }
   n.args = {value};
   n.save_mode = mode;
   n.loc = std::move(loc);

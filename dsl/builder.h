@@ -19,6 +19,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
@@ -104,7 +105,7 @@ class GraphBuilder : public std::enable_shared_from_this<GraphBuilder> {
   Graph graph_;
   std::vector<KindMask> kinds_;
   std::vector<Block> blocks_;
-  std::unordered_set<std::string> save_names_;
+  std::unordered_map<std::string, SourceLoc> save_names_;  // where each name was first saved
   bool finished_ = false;
 };
 

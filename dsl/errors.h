@@ -62,10 +62,11 @@ class ValueNeverProvided : public Error {
 };
 
 // A builder used wrongly (proxy of another trace, unbalanced blocks, unknown
-// op). Raised while the user's trace body runs, naming their source line.
-class BuildError : public Error {
+// op). Raised while the user's trace body runs, naming their source line; a
+// TraceError, so the documented `catch (const TraceError&)` catches it.
+class BuildError : public TraceError {
  public:
-  using Error::Error;
+  using TraceError::TraceError;
 };
 
 }  // namespace nnsight::dsl

@@ -195,10 +195,7 @@ class Validator {
         auto pk = s->kind == NodeKind::Get ? parse_provider_key(s->name) : std::nullopt;
         if (!pk || (pk->kind != KeyKind::ModuleOutput && pk->kind != KeyKind::ModuleInput &&
                     pk->kind != KeyKind::ModuleInputs && pk->kind != KeyKind::Logits))
-          fail(id,
-               "grad() is taken of a value read from the model (a module's output or input, an element of its "
-               "tuple, or logits), not of " +
-                   g_.nodes[src].describe(src));
+          fail(id, grad_of_computed_value(g_, src));
         if ((kinds[src] & kinds::Tensor) == 0)
           fail(id, "grad() of a " + describe_mask(kinds[src]) + ": take an element of the tuple first");
         if (!seen_backward_)

@@ -176,6 +176,7 @@ TEST(DslProxy, CrossInvokeUseRecordsAnExternal) {
   std::string msg = error_of<dsl::BuildError>([&] { h0 * 2; });
   EXPECT_NE(msg.find("another trace"), std::string::npos);
   EXPECT_NE(msg.find(__FILE__), std::string::npos) << msg;
+  EXPECT_THROW(h0 * 2, TraceError);  // what the docs tell users to catch
 }
 
 TEST(DslProxy, BuildErrorsNameTheUsersLine) {
@@ -189,8 +190,13 @@ TEST(DslProxy, BuildErrorsNameTheUsersLine) {
   EXPECT_THROW(Proxy() + 1, dsl::BuildError);                         // empty proxy
   EXPECT_THROW(nnsight::zeros_like(at::ones({2})), dsl::BuildError);  // no trace, no proxy
   EXPECT_THROW(h[{Slice(0, 2, 0)}], dsl::BuildError);                 // slice step 0
+  const unsigned first = __LINE__ + 1;
   Saved a = h.save("x");
-  EXPECT_THROW(h.save("x"), dsl::BuildError);  // duplicate name
+  // A repeated save name names both lines, and is a TraceError as the docs say.
+  const unsigned second = __LINE__ + 1;
+  const std::string dup = error_of<TraceError>([&] { h.save("x"); });
+  EXPECT_NE(dup.find(std::string(__FILE__) + ":" + std::to_string(first)), std::string::npos) << dup;
+  EXPECT_NE(dup.find(std::string(__FILE__) + ":" + std::to_string(second)), std::string::npos) << dup;
   Saved e1 = h.save_each(), e2 = h.save_each();
   EXPECT_NE(e1.name(), e2.name());
   EXPECT_EQ(b->graph().nodes.back().save_mode, dsl::SaveMode::Append);

@@ -93,8 +93,30 @@ void check_keys(const dsl::Graph& g, const runner::ModelStructure& s) {
 
 }  // namespace
 
+// grad() of an element (`h[{i}]`) is the gradient the model holds only where
+// the value is a tuple (a module's tuple output, `.inputs`): an index into a
+// tensor is a value computed from it, whose gradient the model never sees.
+void check_grads(const dsl::Graph& g, const runner::ModelStructure& s) {
+  for (dsl::NodeId id = 0; id < g.nodes.size(); ++id) {
+    const auto& n = g.nodes[id];
+    if (n.kind != dsl::NodeKind::Grad || n.args.empty() || n.args[0] >= id) continue;
+    const dsl::NodeId element = n.args[0];
+    const dsl::NodeId base = dsl::grad_source(g, element);
+    if (base == element || g.nodes[base].kind != dsl::NodeKind::Get) continue;
+    const auto key = dsl::parse_provider_key(g.nodes[base].name);
+    if (!key) continue;
+    bool tuple = key->kind == dsl::KeyKind::ModuleInputs;
+    if (key->kind == dsl::KeyKind::ModuleOutput) {
+      const runner::ModuleInfo* m = s.find_module(std::string(key->module_path));
+      tuple = m == nullptr || m->output_tuple_size > 0;  // an unknown path is check_keys' error
+    }
+    if (!tuple) throw TraceError(where(g, id) + ": " + dsl::grad_of_computed_value(g, element));
+  }
+}
+
 void check_graph(const dsl::Graph& g, const runner::ModelStructure& s) {
   check_keys(g, s);
+  check_grads(g, s);
   const dsl::GraphAnalysis an = dsl::analyze(g);
   // Each access must not come before the latest one that certainly ran.
   std::optional<dsl::Access> prev;

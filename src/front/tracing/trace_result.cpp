@@ -5,7 +5,11 @@
 namespace nnsight {
 
 const SavedValue& TraceResult::value(const Saved& saved) const {
-  if (!saved.valid()) throw Error("reading a Saved handle that no save was assigned to");
+  if (!saved.valid()) {
+    throw Error(saved.declared().loc().str() +
+                ": this Saved handle is read, but no save was assigned to it (assign it in the trace body: "
+                "h = proxy.save())");
+  }
   auto it = saves_.find(saved.name());
   if (it == saves_.end())
     throw Error("nothing was saved under '" + saved.name() +

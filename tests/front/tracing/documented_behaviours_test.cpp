@@ -130,5 +130,37 @@ TEST(DocumentedBehaviours, AValueOfAnotherInvokeUsedBeforeItExistsIsRefused) {
   }
 }
 
+TEST(DocumentedBehaviours, AValueOfAnotherInvokeUsedBeforeItExistsNamesBothLines) {
+  const unsigned read = __LINE__ + 4, write = __LINE__ + 5;
+  try {
+    lm().trace(greedy(1), [&](Tracer& t) {
+      Proxy late;
+      t.invoke(kPrompt, [&] { late = lm().envoy("model.layers.1.mlp").output(); });
+      t.invoke(kPrompt, [&] { lm().envoy("model.layers.0.mlp").output() = late; });
+    });
+    FAIL() << "refused";
+  } catch (const TraceError& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find(std::string(__FILE__) + ":" + std::to_string(read)), std::string::npos) << m;
+    EXPECT_NE(m.find(std::string(__FILE__) + ":" + std::to_string(write)), std::string::npos) << m;
+  }
+}
+
+TEST(DocumentedBehaviours, ReadingASavedNeverAssignedNamesWhereItWasDeclared) {
+  const unsigned line = __LINE__ + 1;
+  Saved never;
+  Saved h;
+  TraceResult out = lm().trace(kPrompt, greedy(1), [&](Tracer&) { h = lm().logits().save(); });
+  EXPECT_EQ(out[h].size(0), 1);
+  try {
+    (void)out[never];
+    FAIL() << "never was not assigned";
+  } catch (const Error& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find(std::string(__FILE__) + ":" + std::to_string(line)), std::string::npos) << m;
+    EXPECT_NE(m.find("no save was assigned"), std::string::npos) << m;
+  }
+}
+
 }  // namespace
 }  // namespace nnsight

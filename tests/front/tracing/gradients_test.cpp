@@ -306,6 +306,20 @@ TEST_F(Gradients, MisuseFailsAtTheUsersLine) {
     });
   });
   EXPECT_NE(e.find("grad() is taken of a value read from the model"), std::string::npos) << e;
+  // grad() of an index into a tensor output: refused before the model runs
+  // (the mlp's output is a tensor, not a tuple), at its line, with the form that works.
+  const unsigned line = __LINE__ + 6;
+  e = error_of([&] {
+    lm_->trace(greedy(1), [&](Tracer& t) {
+      t.invoke(kA, [&] {
+        auto h = lm_->envoy("model.layers.0.mlp").output();
+        lm_->logits().sum().backward();
+        h[{-1}].grad().save();
+      });
+    });
+  });
+  EXPECT_NE(e.find("gradients_test.cpp:" + std::to_string(line)), std::string::npos) << e;
+  EXPECT_NE(e.find("h.grad()[{-1}], not h[{-1}].grad()"), std::string::npos) << e;
   // backward() of a tensor with more than one element: fails at run time with its node.
   e = error_of([&] {
     lm_->trace(greedy(1), [&](Tracer& t) {
