@@ -223,10 +223,10 @@ def arch_specs_v5():
 
 V5 = int(transformers.__version__.split(".")[0]) >= 5
 # transformers 5.x: a sparse layer's router and experts sit under `mlp` for
-# Mixtral too; the experts are one module with stacked weights
+# Mixtral too (the router at mlp.gate returns (logits, weights, indices)); the
+# experts are one module with stacked weights
 # (experts.gate_up_proj [E, 2I, H], experts.down_proj [E, H, I]). The
 # checkpoint it saves keeps the per-expert names (block_sparse_moe.experts.E.w1).
-ROUTERS_V5 = {"mixtral": "model.layers.1.mlp.gate", "qwen3_moe": "model.layers.1.mlp.gate"}
 
 
 def make_tokenizer(path):
@@ -387,7 +387,7 @@ def make(arch, spec, out_dir, tokenizer_path, seed):
     if router:
         meta["router"] = router
     if router and V5:
-        meta["router_transformers"] = router = ROUTERS_V5[arch]  # where 5.x computes it
+        meta["router_transformers"] = router = router.replace("block_sparse_moe", "mlp")  # where 5.x computes it
     expert = ablate if arch in EXPERT_PROJ and ".experts." in ablate else None
     if expert:
         meta["expert"] = expert
@@ -437,10 +437,10 @@ def make(arch, spec, out_dir, tokenizer_path, seed):
 def main():
     out_root = sys.argv[1]
     wanted = sys.argv[2:]
-    if V5:
-        specs = arch_specs_v5()
+    if os.environ.get("NNSIGHT_FIXTURE_VARIANT") == "1":
+        specs = variant_specs()  # 4.x arguments; 5.x converts them (rope_scaling, sliding_window_pattern, ...)
     else:
-        specs = variant_specs() if os.environ.get("NNSIGHT_FIXTURE_VARIANT") == "1" else arch_specs()
+        specs = arch_specs_v5() if V5 else arch_specs()
     seed0 = int(os.environ.get("NNSIGHT_FIXTURE_SEED", "1000"))
     unknown = [a for a in wanted if a not in specs]
     if unknown:
