@@ -1,7 +1,9 @@
 """Tiny random Hugging Face checkpoints and Hugging Face's outputs on them.
 
-Run through scripts/make-model-fixtures (which pins torch and transformers).
-For each architecture it writes tests/data/models/<arch>/:
+Run through scripts/make-model-fixtures (which pins torch and transformers
+4.51.3 and writes tests/data/models/) or scripts/make-model-fixtures-v5
+(transformers 5.x, tests/data/models-v5/: configs in 5.x's own spelling,
+references computed by 5.x). For each architecture it writes <out>/<arch>/:
 
   config.json, model.safetensors (or a sharded index), tokenizer.json
   reference.safetensors:
@@ -16,6 +18,10 @@ For each architecture it writes tests/data/models/<arch>/:
     expert.<s>       f32 [routed, hidden]   (MoE) its output (before the routing weight)
     expert_proj.<s>  f32 [routed, inter]    (MoE) the output of its first projection (w1 / gate_proj)
   metadata: {"ablate": "<module path>", "router": "<module path>", "expert": "<module path>"}
+    (paths as the checkpoint names the modules, which is what the engine serves;
+    transformers 5.x holds a layer's experts in one module with stacked weights,
+    so there the MoE references are taken as described in moe_v5_* below, and
+    "ablate_transformers" / "router_transformers" / "expert_transformers" say how)
 
 Weights are random (seeded), rounded to bfloat16 and stored so; the
 reference runs in float32 on exactly those values.
@@ -159,6 +165,70 @@ def variant_specs():
     }
 
 
+def arch_specs_v5():
+    """The architectures of arch_specs() (not the *_gguf ones) as transformers 5.x
+    spells them: rope_parameters (flat, or one dict per layer type for Gemma 3),
+    layer_types. Gemma 3 gets a layer pattern no 4.x sliding_window_pattern can
+    express (first layer global, second local)."""
+    C = transformers
+    return {
+        "mistral": (C.MistralConfig(**common, head_dim=16, sliding_window=WINDOW, rms_norm_eps=1e-5),
+                    C.MistralForCausalLM, "model.layers.0.mlp"),
+        "qwen3": (C.Qwen3Config(**common, head_dim=16, rms_norm_eps=1e-6, sliding_window=None,
+                                use_sliding_window=False,
+                                rope_parameters={"rope_type": "default", "rope_theta": 1e6}),
+                  C.Qwen3ForCausalLM, "model.layers.1.self_attn.k_norm"),
+        "gemma": (C.GemmaConfig(**{**common, "tie_word_embeddings": True}, head_dim=16,
+                                hidden_act="gelu_pytorch_tanh"),
+                  C.GemmaForCausalLM, "model.layers.0.mlp.act_fn"),
+        "gemma2": (C.Gemma2Config(**{**common, "tie_word_embeddings": True}, head_dim=16,
+                                  hidden_activation="gelu_pytorch_tanh", query_pre_attn_scalar=24,
+                                  sliding_window=WINDOW, attn_logit_softcapping=3.0,
+                                  final_logit_softcapping=4.0,
+                                  layer_types=["sliding_attention", "full_attention"]),
+                   C.Gemma2ForCausalLM, "model.layers.0.post_attention_layernorm"),
+        "gpt_neox": (C.GPTNeoXConfig(**{k: v for k, v in common.items() if k != "num_key_value_heads"},
+                                     use_parallel_residual=True, hidden_act="gelu", layer_norm_eps=1e-5,
+                                     attention_bias=True,
+                                     rope_parameters={"rope_type": "default", "rope_theta": 10000.0,
+                                                      "partial_rotary_factor": 0.5}),
+                     C.GPTNeoXForCausalLM, "gpt_neox.layers.1.attention.query_key_value"),
+        "olmo2": (C.Olmo2Config(**common, rms_norm_eps=1e-6), C.Olmo2ForCausalLM, "model.layers.0.self_attn.q_norm"),
+        "phi3": (C.Phi3Config(**{**common, "max_position_embeddings": 128}, original_max_position_embeddings=64,
+                              rope_parameters={"rope_type": "longrope", "rope_theta": 10000.0,
+                                               "short_factor": [1.0 + 0.1 * i for i in range(8)],
+                                               "long_factor": [1.0 + 0.5 * i for i in range(8)],
+                                               "original_max_position_embeddings": 64}),
+                 C.Phi3ForCausalLM, "model.layers.0.mlp.gate_up_proj"),
+        "gemma3_text": (C.Gemma3TextConfig(**{**common, "tie_word_embeddings": True}, head_dim=16,
+                                           hidden_activation="gelu_pytorch_tanh", query_pre_attn_scalar=24,
+                                           sliding_window=WINDOW,
+                                           layer_types=["full_attention", "sliding_attention"],
+                                           rope_parameters={
+                                               "full_attention": {"rope_type": "linear", "factor": 2.0,
+                                                                  "rope_theta": 100000.0},
+                                               "sliding_attention": {"rope_type": "default",
+                                                                     "rope_theta": 10000.0}}),
+                        C.Gemma3ForCausalLM, "model.layers.1.self_attn.q_norm"),
+        "mixtral": (C.MixtralConfig(**{**common, "intermediate_size": 64}, head_dim=16, num_local_experts=4,
+                                    num_experts_per_tok=2, sliding_window=None, rms_norm_eps=1e-5),
+                    C.MixtralForCausalLM, "model.layers.1.block_sparse_moe.experts.3"),
+        "qwen3_moe": (C.Qwen3MoeConfig(**common, head_dim=16, num_experts=4, num_experts_per_tok=2,
+                                       moe_intermediate_size=48, decoder_sparse_step=1, mlp_only_layers=[0],
+                                       norm_topk_prob=False, sliding_window=None, use_sliding_window=False,
+                                       rms_norm_eps=1e-6),
+                      C.Qwen3MoeForCausalLM, "model.layers.1.mlp.experts.1"),
+    }
+
+
+V5 = int(transformers.__version__.split(".")[0]) >= 5
+# transformers 5.x: a sparse layer's router and experts sit under `mlp` for
+# Mixtral too (the router at mlp.gate returns (logits, weights, indices)); the
+# experts are one module with stacked weights
+# (experts.gate_up_proj [E, 2I, H], experts.down_proj [E, H, I]). The
+# checkpoint it saves keeps the per-expert names (block_sparse_moe.experts.E.w1).
+
+
 def make_tokenizer(path):
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
@@ -210,6 +280,10 @@ def module_at(model, path):
     return m
 
 
+def module_path(model, module):
+    return next(name for name, m in model.named_modules() if m is module)
+
+
 def first(o):
     return o[0] if isinstance(o, tuple) else o
 
@@ -217,10 +291,43 @@ def first(o):
 EXPERT_PROJ = {"mixtral": "w1", "qwen3_moe": "gate_proj", "qwen3_moe_gguf": "gate_proj"}
 
 
+def experts_v5(model, expert):
+    """transformers 5.x: (the module holding every expert of the layer, the expert's index)."""
+    layer, index = expert.split(".experts.")
+    return module_at(model, layer.replace("block_sparse_moe", "mlp") + ".experts"), int(index)
+
+
+def moe_v5_expert(experts, e, args, act_inputs):
+    """One expert's input rows, first projection and output (before the routing
+    weight) in transformers 5.x, where the experts are one module: the rows and
+    their order are the ones its loop takes for expert e from the routing it
+    was given (`args`, caught by a pre-hook), the projection is what its act_fn
+    received for e (caught by a hook; the calls come in ascending expert order,
+    one per expert with rows), and the output is the loop's own arithmetic on
+    the stacked weights (F.linear, act_fn, F.linear) for those rows, checked
+    to reproduce the caught projection bit for bit."""
+    hidden, top_k_index = args[0], args[1]
+    mask = torch.nn.functional.one_hot(top_k_index, num_classes=experts.num_experts + 1).permute(2, 1, 0)
+    _, token_idx = torch.where(mask[e])
+    x = hidden[token_idx]
+    gate, up = torch.nn.functional.linear(x, experts.gate_up_proj[e]).chunk(2, dim=-1)
+    hit = sorted(set(top_k_index.flatten().tolist()) - {experts.num_experts})
+    assert len(act_inputs) == len(hit), (len(act_inputs), hit)
+    if e in hit:
+        assert torch.equal(gate, act_inputs[hit.index(e)]), "the expert's first projection differs from act_fn's input"
+    out = torch.nn.functional.linear(experts.act_fn(gate) * up, experts.down_proj[e])
+    return x, out, gate
+
+
 def run(model, ids, capture=None, expert=None, proj=None):
     outs = {}
     handles = []
-    if expert:
+    if expert and V5:
+        experts, e = experts_v5(model, expert)
+        act_inputs = []
+        handles.append(experts.register_forward_pre_hook(lambda m, args: outs.__setitem__("experts_args", args)))
+        handles.append(experts.act_fn.register_forward_hook(lambda m, i, o: act_inputs.append(i[0])))
+    elif expert:
         def keep(m, i, o):
             outs["expert_in"], outs["expert"] = i[0], o
         handles.append(module_at(model, expert).register_forward_hook(keep))
@@ -234,6 +341,9 @@ def run(model, ids, capture=None, expert=None, proj=None):
             lambda m, i, o: outs.__setitem__("capture", first(o))))
     with torch.no_grad():
         logits = model(torch.tensor([ids]), use_cache=False).logits[0]
+        if expert and V5:
+            outs["expert_in"], outs["expert"], outs["expert_proj"] = moe_v5_expert(
+                experts, e, outs.pop("experts_args"), act_inputs)
     for h in handles:
         h.remove()
     return logits, outs
@@ -254,6 +364,8 @@ def greedy(model, ids, n):
 def make(arch, spec, out_dir, tokenizer_path, seed):
     config, cls, ablate = spec
     config._attn_implementation = "eager"
+    if V5:
+        config._experts_implementation = "eager"  # the plain per-expert loop (moe_v5_expert reads it)
     torch.manual_seed(seed)
     model = cls(config).eval()
     randomize(model, seed)
@@ -274,9 +386,16 @@ def make(arch, spec, out_dir, tokenizer_path, seed):
     router = ROUTERS.get(arch)
     if router:
         meta["router"] = router
+    if router and V5:
+        meta["router_transformers"] = router = router.replace("block_sparse_moe", "mlp")  # where 5.x computes it
     expert = ablate if arch in EXPERT_PROJ and ".experts." in ablate else None
     if expert:
         meta["expert"] = expert
+    if expert and V5:
+        experts, e = experts_v5(model, expert)
+        meta["expert_transformers"] = (f"{module_path(model, experts)} expert {e}: input rows and act_fn input "
+                                       "from hooks, output by the experts loop's arithmetic (model_fixtures.py)")
+        meta["ablate_transformers"] = f"{module_path(model, experts)}.down_proj[{e}] zeroed"
     seqs = []
     for s, n in enumerate(LENGTHS):
         ids = torch.randint(3, VOCAB, (n,), generator=g).tolist()
@@ -299,10 +418,17 @@ def make(arch, spec, out_dir, tokenizer_path, seed):
         if isinstance(o, tuple):
             return (torch.zeros_like(o[0]),) + tuple(o[1:])
         return torch.zeros_like(o)
-    h = module_at(model, ablate).register_forward_hook(zero)
     with torch.no_grad():
-        tensors["ablation.logits"] = model(torch.tensor([seqs[0]]), use_cache=False).logits[0].float().contiguous()
-    h.remove()
+        if expert and V5:
+            # No module is one expert in 5.x: its down projection zeroed makes its output exactly zero.
+            saved = experts.down_proj[e].clone()
+            experts.down_proj[e].zero_()
+            tensors["ablation.logits"] = model(torch.tensor([seqs[0]]), use_cache=False).logits[0].float().contiguous()
+            experts.down_proj[e].copy_(saved)
+        else:
+            h = module_at(model, ablate).register_forward_hook(zero)
+            tensors["ablation.logits"] = model(torch.tensor([seqs[0]]), use_cache=False).logits[0].float().contiguous()
+            h.remove()
     save_file(tensors, os.path.join(out_dir, "reference.safetensors"), metadata=meta)
     size = sum(os.path.getsize(os.path.join(out_dir, f)) for f in os.listdir(out_dir))
     print(f"{arch}: {out_dir} ({size // 1024} KB)")
@@ -311,7 +437,10 @@ def make(arch, spec, out_dir, tokenizer_path, seed):
 def main():
     out_root = sys.argv[1]
     wanted = sys.argv[2:]
-    specs = variant_specs() if os.environ.get("NNSIGHT_FIXTURE_VARIANT") == "1" else arch_specs()
+    if os.environ.get("NNSIGHT_FIXTURE_VARIANT") == "1":
+        specs = variant_specs()  # 4.x arguments; 5.x converts them (rope_scaling, sliding_window_pattern, ...)
+    else:
+        specs = arch_specs_v5() if V5 else arch_specs()
     seed0 = int(os.environ.get("NNSIGHT_FIXTURE_SEED", "1000"))
     unknown = [a for a in wanted if a not in specs]
     if unknown:

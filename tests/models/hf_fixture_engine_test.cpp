@@ -1,8 +1,7 @@
-// The Hugging Face fixtures (tests/data/models/<arch>, see hf_fixture_test.cpp)
-// through the whole engine: the scheduler's chunked prefill and mixed
-// batches reproduce transformers' greedy continuations, and a trace that
-// zeroes a module named by its Hugging Face path gives transformers'
-// ablated logits.
+// The Hugging Face fixtures (tests/data/models/<arch> by transformers 4.51.3,
+// tests/data/models-v5/<arch> by 5.x; see hf_fixture_test.cpp) through the whole engine: the scheduler's chunked
+// prefill and mixed batches reproduce transformers' greedy continuations, and a trace that zeroes a module named by its
+// Hugging Face path gives transformers' ablated logits.
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
@@ -12,19 +11,15 @@
 
 #include "core/safetensors/safetensors_file.h"
 #include "core/weight_source.h"
+#include "support/hf_fixtures.h"
 #include "support/tiny_engine.h"
 
 namespace nnsight {
 namespace {
 
-// $NNSIGHT_MODEL_FIXTURES/<arch> when set (other checkpoints made by the
-// same script), else the committed tests/data/models/<arch>.
-std::string fixture_dir(const std::string& arch) {
-  const char* root = std::getenv("NNSIGHT_MODEL_FIXTURES");
-  return (root != nullptr && *root != '\0' ? std::string(root)
-                                           : std::string(NNSIGHT_SOURCE_DIR) + "/tests/data/models") +
-         "/" + arch;
-}
+using testing::HfFixtureCase;
+
+std::string fixture_dir(const HfFixtureCase& f) { return testing::hf_fixture_dir(f); }
 
 std::vector<int32_t> ints(const at::Tensor& t) {
   std::vector<int32_t> out;
@@ -32,12 +27,13 @@ std::vector<int32_t> ints(const at::Tensor& t) {
   return out;
 }
 
-class HfFixtureEngine : public ::testing::TestWithParam<std::string> {};
+class HfFixtureEngine : public ::testing::TestWithParam<HfFixtureCase> {};
 
 TEST_P(HfFixtureEngine, ChunkedMixedBatchesReproduceGreedyContinuations) {
-  const std::string arch = GetParam();
-  SafetensorsFile ref(fixture_dir(arch) + "/reference.safetensors");
-  auto source = open_weights(fixture_dir(arch));
+  const HfFixtureCase& fixture = GetParam();
+  const std::string arch = fixture.arch;
+  SafetensorsFile ref(fixture_dir(fixture) + "/reference.safetensors");
+  auto source = open_weights(fixture_dir(fixture));
   std::shared_ptr<CausalLM> model =
       load_causal_lm(*source, tp::ParallelContext{}, at::TensorOptions().dtype(at::kFloat));
   // 8 tokens per step: the 13- and 21-token prompts are chunked, decodes share steps with prefills.
@@ -58,10 +54,11 @@ TEST_P(HfFixtureEngine, ChunkedMixedBatchesReproduceGreedyContinuations) {
 }
 
 TEST_P(HfFixtureEngine, TraceAblationAtHuggingFacePath) {
-  const std::string arch = GetParam();
-  SafetensorsFile ref(fixture_dir(arch) + "/reference.safetensors");
+  const HfFixtureCase& fixture = GetParam();
+  const std::string arch = fixture.arch;
+  SafetensorsFile ref(fixture_dir(fixture) + "/reference.safetensors");
   const std::string path = ref.metadata().at("ablate");
-  LanguageModel lm(EngineArgs().model(fixture_dir(arch)).kv_cache_memory_mb(4).show_progress(false));
+  LanguageModel lm(EngineArgs().model(fixture_dir(fixture)).kv_cache_memory_mb(4).show_progress(false));
   const std::vector<int32_t> p = ints(ref.load("ids.0"));
   Saved zeroed, logits;
   auto out = lm.trace(p, SamplingParams().temperature(0).max_tokens(1), [&](Tracer&) {
@@ -76,10 +73,10 @@ TEST_P(HfFixtureEngine, TraceAblationAtHuggingFacePath) {
   EXPECT_LE(rel, 1e-4) << arch << " with " << path << " zeroed";
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, HfFixtureEngine,
-                         ::testing::Values("mistral", "qwen3", "gemma", "gemma2", "gpt_neox", "olmo2", "phi3",
-                                           "gemma3_text", "mixtral", "qwen3_moe"),
-                         [](const ::testing::TestParamInfo<std::string>& i) { return i.param; });
+const std::vector<std::string> kArchs = {"mistral", "qwen3", "gemma",       "gemma2",  "gpt_neox",
+                                         "olmo2",   "phi3",  "gemma3_text", "mixtral", "qwen3_moe"};
+INSTANTIATE_TEST_SUITE_P(Models, HfFixtureEngine, ::testing::ValuesIn(testing::hf_fixtures(kArchs, kArchs)),
+                         testing::hf_fixture_name);
 
 // Mixture of experts: an expert sees the tokens routed to it, as in
 // transformers. Three prompts in one batch, each invoke reads its own rows
@@ -87,19 +84,20 @@ INSTANTIATE_TEST_SUITE_P(Models, HfFixtureEngine,
 // what transformers' expert saw for that prompt alone; the first invoke also
 // zeroes its rows of the expert's output, which gives transformers' ablated
 // logits for it and leaves the others' logits alone.
-class HfFixtureMoe : public ::testing::TestWithParam<std::string> {};
+class HfFixtureMoe : public ::testing::TestWithParam<HfFixtureCase> {};
 
 TEST_P(HfFixtureMoe, TracesSeeEachRequestsRoutedRowsOfAnExpert) {
-  const std::string arch = GetParam();
-  SafetensorsFile ref(fixture_dir(arch) + "/reference.safetensors");
+  const HfFixtureCase& fixture = GetParam();
+  const std::string arch = fixture.arch;
+  SafetensorsFile ref(fixture_dir(fixture) + "/reference.safetensors");
   if (!ref.metadata().count("expert")) {
     // Only other checkpoints ($NNSIGHT_MODEL_FIXTURES) can lack it: the script records an expert when it ablates one.
-    ASSERT_NE(std::getenv("NNSIGHT_MODEL_FIXTURES"), nullptr) << "the committed fixture records no expert";
+    ASSERT_TRUE(testing::hf_fixture_overridden(fixture)) << "the committed fixture records no expert";
     GTEST_SKIP() << arch << ": this checkpoint's reference ablates no expert";
   }
   const std::string expert = ref.metadata().at("expert");
   const std::string proj = arch == "mixtral" ? "w1" : "gate_proj";
-  LanguageModel lm(EngineArgs().model(fixture_dir(arch)).kv_cache_memory_mb(4).show_progress(false));
+  LanguageModel lm(EngineArgs().model(fixture_dir(fixture)).kv_cache_memory_mb(4).show_progress(false));
   EXPECT_EQ(lm.envoy(expert).type_name(), arch == "mixtral" ? "MixtralBlockSparseTop2MLP" : "Qwen3MoeMLP");
   std::vector<Saved> in(3), out(3), inner(3), logits(3);
   auto res = lm.trace(SamplingParams().temperature(0).max_tokens(1), [&](Tracer& t) {
@@ -134,20 +132,21 @@ TEST_P(HfFixtureMoe, TracesSeeEachRequestsRoutedRowsOfAnExpert) {
 
 // The same reads and writes of routed rows at TP=2 (gloo, worker processes):
 // the expert's projections are split across ranks; traces see them whole.
-class HfFixtureMoeTp : public ::testing::TestWithParam<std::string> {};
+class HfFixtureMoeTp : public ::testing::TestWithParam<HfFixtureCase> {};
 
 TEST_P(HfFixtureMoeTp, RoutedRowsAtTwoRanksEqualOne) {
-  const std::string arch = GetParam();
-  SafetensorsFile ref(fixture_dir(arch) + "/reference.safetensors");
+  const HfFixtureCase& fixture = GetParam();
+  const std::string arch = fixture.arch;
+  SafetensorsFile ref(fixture_dir(fixture) + "/reference.safetensors");
   if (!ref.metadata().count("expert")) {
-    ASSERT_NE(std::getenv("NNSIGHT_MODEL_FIXTURES"), nullptr) << "the committed fixture records no expert";
+    ASSERT_TRUE(testing::hf_fixture_overridden(fixture)) << "the committed fixture records no expert";
     GTEST_SKIP() << arch << ": this checkpoint's reference ablates no expert";
   }
   const std::string expert = ref.metadata().at("expert");
   const std::string proj = arch == "mixtral" ? "w1" : "gate_proj";
   auto run = [&](int tp) {
     LanguageModel lm(EngineArgs()
-                         .model(fixture_dir(arch))
+                         .model(fixture_dir(fixture))
                          .kv_cache_memory_mb(4)
                          .show_progress(false)
                          .worker_timeout_s(60)
@@ -179,10 +178,13 @@ TEST_P(HfFixtureMoeTp, RoutedRowsAtTwoRanksEqualOne) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, HfFixtureMoe, ::testing::Values("mixtral", "qwen3_moe", "qwen3_moe_gguf"),
-                         [](const ::testing::TestParamInfo<std::string>& i) { return i.param; });
-INSTANTIATE_TEST_SUITE_P(Models, HfFixtureMoeTp, ::testing::Values("mixtral", "qwen3_moe"),
-                         [](const ::testing::TestParamInfo<std::string>& i) { return i.param; });
+INSTANTIATE_TEST_SUITE_P(Models, HfFixtureMoe,
+                         ::testing::ValuesIn(testing::hf_fixtures({"mixtral", "qwen3_moe", "qwen3_moe_gguf"},
+                                                                  {"mixtral", "qwen3_moe"})),
+                         testing::hf_fixture_name);
+INSTANTIATE_TEST_SUITE_P(Models, HfFixtureMoeTp,
+                         ::testing::ValuesIn(testing::hf_fixtures({"mixtral", "qwen3_moe"}, {"mixtral", "qwen3_moe"})),
+                         testing::hf_fixture_name);
 
 }  // namespace
 }  // namespace nnsight

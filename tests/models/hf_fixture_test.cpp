@@ -1,7 +1,10 @@
 // Every architecture against Hugging Face's own forward, on the tiny random
 // checkpoints scripts/make-model-fixtures wrote into tests/data/models/<arch>/
-// (config.json + safetensors exactly as transformers saves them, and
-// reference.safetensors with transformers' outputs; docs/weights.md).
+// (transformers 4.51.3) and scripts/make-model-fixtures-v5 into
+// tests/data/models-v5/<arch>/ (transformers 5.x, configs in its spelling):
+// config.json + safetensors exactly as transformers saves them, and
+// reference.safetensors with transformers' outputs (docs/weights.md). Test
+// names say the set: .../transformers4_mistral, .../transformers5_mistral.
 //
 // For each: a mixed batch of three sequences through the paged KV cache
 // (whole prefills, a prompt chunked over three steps, decode steps riding in
@@ -30,19 +33,19 @@
 #include "core/weight_source.h"
 #include "models/causal_lm.h"
 #include "support/bitwise_equal.h"
+#include "support/hf_fixtures.h"
 #include "support/seq_slots.h"
 #include "support/thread_ranks.h"
 
 namespace nnsight {
 namespace {
 
-// $NNSIGHT_MODEL_FIXTURES/<arch> when set (other checkpoints made by the
-// same script), else the committed tests/data/models/<arch>.
-std::string fixture_dir(const std::string& arch) {
-  const char* root = std::getenv("NNSIGHT_MODEL_FIXTURES");
-  return (root != nullptr && *root != '\0' ? std::string(root)
-                                           : std::string(NNSIGHT_SOURCE_DIR) + "/tests/data/models") +
-         "/" + arch;
+using testing::hf_fixture_dir;
+using testing::HfFixtureCase;
+
+// "transformers5 mistral", for messages.
+std::string label(const HfFixtureCase& f) {
+  return "transformers" + std::to_string(f.transformers_major) + " " + f.arch;
 }
 
 // max |got - want| / max |want|
@@ -58,7 +61,7 @@ Module* find_module(CausalLM& model, const std::string& path) {
 }
 
 struct Reference {
-  explicit Reference(const std::string& arch) : file(fixture_dir(arch) + "/reference.safetensors") {}
+  explicit Reference(const HfFixtureCase& f) : file(hf_fixture_dir(f) + "/reference.safetensors") {}
   at::Tensor get(const std::string& name) const { return file.load(name); }
   std::string meta(const std::string& key) const {
     auto it = file.metadata().find(key);
@@ -143,12 +146,12 @@ std::string norm_path(const ModelConfig& cfg) {
   return cfg.architecture == "gpt_neox" ? "gpt_neox.final_layer_norm" : "model.norm";
 }
 
-std::shared_ptr<CausalLM> load(const std::string& arch, const tp::ParallelContext& ctx = {}) {
-  auto source = open_weights(fixture_dir(arch));
+std::shared_ptr<CausalLM> load(const HfFixtureCase& f, const tp::ParallelContext& ctx = {}) {
+  auto source = open_weights(hf_fixture_dir(f));
   return load_causal_lm(*source, ctx, at::TensorOptions().dtype(at::kFloat));
 }
 
-class HfFixture : public ::testing::TestWithParam<std::string> {};
+class HfFixture : public ::testing::TestWithParam<HfFixtureCase> {};
 
 // One sequence's whole prompt in one step: the logits of every position.
 at::Tensor prefill_logits(CausalLM& model, const at::Tensor& ids) {
@@ -160,9 +163,10 @@ at::Tensor prefill_logits(CausalLM& model, const at::Tensor& ids) {
 
 TEST_P(HfFixture, MixedPagedBatchMatchesTransformers) {
   at::NoGradGuard no_grad;
-  const std::string arch = GetParam();
-  Reference ref(arch);
-  auto model = load(arch);
+  const HfFixtureCase& fixture = GetParam();
+  const std::string arch = label(fixture);
+  Reference ref(fixture);
+  auto model = load(fixture);
   const ModelConfig& cfg = model->config();
   std::vector<Module*> layers;
   for (int64_t l = 0; l < cfg.num_layers; ++l) {
@@ -241,9 +245,10 @@ TEST_P(HfFixture, MixedPagedBatchMatchesTransformers) {
 
 TEST_P(HfFixture, AblationAtHuggingFacePathMatchesTransformers) {
   at::NoGradGuard no_grad;
-  const std::string arch = GetParam();
-  Reference ref(arch);
-  auto model = load(arch);
+  const HfFixtureCase& fixture = GetParam();
+  const std::string arch = label(fixture);
+  Reference ref(fixture);
+  auto model = load(fixture);
   at::Tensor ids = ref.get("ids.0");
   auto prefill = [&] { return prefill_logits(*model, ids); };
   // Router logits (MoE): the gate's output as a hook sees it, on the unablated model.
@@ -283,9 +288,10 @@ TEST_P(HfFixture, AblationAtHuggingFacePathMatchesTransformers) {
 // into post_attention_layernorm) compute what the hooked paths do.
 TEST_P(HfFixture, ReadOnlyHooksChangeNoBit) {
   at::NoGradGuard no_grad;
-  const std::string arch = GetParam();
-  const at::Tensor ids = Reference(arch).get("ids.0");
-  auto model = load(arch);
+  const HfFixtureCase& fixture = GetParam();
+  const std::string arch = label(fixture);
+  const at::Tensor ids = Reference(fixture).get("ids.0");
+  auto model = load(fixture);
   const at::Tensor plain = prefill_logits(*model, ids);
   std::vector<HookHandle> handles;
   int64_t seen = 0;
@@ -312,8 +318,9 @@ TEST_P(HfFixture, ReadOnlyHooksChangeNoBit) {
 
 TEST_P(HfFixture, TensorParallelTwoRanksEqualsOne) {
   at::NoGradGuard no_grad;
-  const std::string arch = GetParam();
-  Reference ref(arch);
+  const HfFixtureCase& fixture = GetParam();
+  const std::string arch = label(fixture);
+  Reference ref(fixture);
   at::Tensor ids = ref.get("ids.2");
   auto run_logits = [&](CausalLM& model) {
     PagedRun run(model);
@@ -323,32 +330,36 @@ TEST_P(HfFixture, TensorParallelTwoRanksEqualsOne) {
     auto b = run.step(seqs, {ids.numel() - 12}, {});
     return at::cat({a.logits, b.logits});
   };
-  auto single = load(arch);
+  auto single = load(fixture);
   const at::Tensor want = run_logits(*single);
   std::vector<at::Tensor> got(2);
   testing::run_ranks(2, [&](tp::ParallelContext& ctx) {
     at::NoGradGuard ng;
-    auto model = load(arch, ctx);
+    auto model = load(fixture, ctx);
     got[ctx.rank()] = run_logits(*model);
   });
   for (int r = 0; r < 2; ++r) EXPECT_LE(rel_diff(got[r], want), 1e-4) << arch << " rank " << r;
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, HfFixture,
-                         ::testing::Values("mistral", "qwen3", "gemma", "gemma2", "gpt_neox", "olmo2", "phi3",
-                                           "gemma3_text", "mixtral", "qwen3_moe", "gemma2_gguf", "gemma3_gguf",
-                                           "qwen3_moe_gguf"),
-                         [](const ::testing::TestParamInfo<std::string>& i) { return i.param; });
+                         ::testing::ValuesIn(testing::hf_fixtures(
+                             {"mistral", "qwen3", "gemma", "gemma2", "gpt_neox", "olmo2", "phi3", "gemma3_text",
+                              "mixtral", "qwen3_moe", "gemma2_gguf", "gemma3_gguf", "qwen3_moe_gguf"},
+                             {"mistral", "qwen3", "gemma", "gemma2", "gpt_neox", "olmo2", "phi3", "gemma3_text",
+                              "mixtral", "qwen3_moe"})),
+                         testing::hf_fixture_name);
 
 // transformers' Gemma 3 scales the embedding inside `embed_tokens`
 // (Gemma3TextScaledWordEmbedding), Gemma 1/2 after it: a hook on
 // model.embed_tokens sees what that module returns there.
 TEST(HfFixtureGemma, EmbedTokensOutputIsWhatTheModuleReturnsInTransformers) {
   at::NoGradGuard no_grad;
-  for (const std::string arch : {"gemma", "gemma2", "gemma3_text"}) {
-    SCOPED_TRACE(arch);
-    Reference ref(arch);
-    auto model = load(arch);
+  for (const HfFixtureCase& fixture :
+       testing::hf_fixtures({"gemma", "gemma2", "gemma3_text"}, {"gemma", "gemma2", "gemma3_text"})) {
+    const std::string& arch = fixture.arch;
+    SCOPED_TRACE(label(fixture));
+    Reference ref(fixture);
+    auto model = load(fixture);
     at::Tensor embed_out, layer_in;
     Module* embed = find_module(*model, "model.embed_tokens");
     Module* layer0 = find_module(*model, "model.layers.0");
@@ -446,16 +457,30 @@ TEST(HfConfig, MistralWindowAndGemmaLayerPatternsAreRead) {
       "m.json");
   EXPECT_EQ(mistral.sliding_window, 8);
   EXPECT_TRUE(mistral.layer_slides(0) && mistral.layer_slides(1));
-  const ModelConfig g2 = read_hf_config(fixture_dir("gemma2") + "/config.json");
+  const ModelConfig g2 = read_hf_config(hf_fixture_dir({4, "gemma2"}) + "/config.json");
   EXPECT_TRUE(g2.layer_slides(0));
   EXPECT_FALSE(g2.layer_slides(1));
   EXPECT_EQ(g2.attn_logit_softcap, 3.0);
   EXPECT_EQ(g2.final_logit_softcap, 4.0);
-  const ModelConfig g3 = read_hf_config(fixture_dir("gemma3_text") + "/config.json");
+  const ModelConfig g3 = read_hf_config(hf_fixture_dir({4, "gemma3_text"}) + "/config.json");
   EXPECT_TRUE(g3.layer_slides(0));
   EXPECT_FALSE(g3.layer_slides(1));
+  EXPECT_EQ(g3.rope_theta, 100000.0);
   EXPECT_EQ(g3.rope_local_theta, 10000.0);
   EXPECT_EQ(g3.rope_scaling.type, "linear");
+  // transformers 5.x: the same from layer_types and per-layer-type rope_parameters; the
+  // v5 fixture's pattern (first layer global, second local) has no 4.x spelling.
+  const ModelConfig g2v5 = read_hf_config(hf_fixture_dir({5, "gemma2"}) + "/config.json");
+  EXPECT_TRUE(g2v5.layer_slides(0));
+  EXPECT_FALSE(g2v5.layer_slides(1));
+  const ModelConfig g3v5 = read_hf_config(hf_fixture_dir({5, "gemma3_text"}) + "/config.json");
+  EXPECT_FALSE(g3v5.layer_slides(0));
+  EXPECT_TRUE(g3v5.layer_slides(1));
+  EXPECT_EQ(g3v5.sliding_window, 6);
+  EXPECT_EQ(g3v5.rope_theta, 100000.0);
+  EXPECT_EQ(g3v5.rope_local_theta, 10000.0);
+  EXPECT_EQ(g3v5.rope_scaling.type, "linear");
+  EXPECT_EQ(g3v5.rope_scaling.factor, 2.0);
 }
 
 }  // namespace

@@ -8,76 +8,15 @@
 
 #include <nnsight/error.hpp>
 
+#include "core/hf/hf_config_fields.h"
+#include "core/hf/hf_layer_types.h"
+#include "core/hf/hf_rope_parameters.h"
 #include "core/untrusted_json.h"
 
 namespace nnsight {
 namespace {
 
 using nlohmann::json;
-
-// Typed field access where a missing field or an explicit null means "use the default".
-class Fields {
- public:
-  Fields(const json& j, std::string what) : j_(j), what_(std::move(what)) {}
-
-  const json* get(const std::string& key) const {
-    auto it = j_.find(key);
-    return it == j_.end() || it->is_null() ? nullptr : &*it;
-  }
-  bool has(const std::string& key) const { return get(key) != nullptr; }
-
-  int64_t integer(const std::string& key) const {
-    const json* v = get(key);
-    if (v == nullptr) throw LoadError(what_ + ": missing field '" + key + "'");
-    return to_int(*v, key);
-  }
-  int64_t integer(const std::string& key, int64_t fallback) const { return has(key) ? integer(key) : fallback; }
-  double number(const std::string& key, double fallback) const {
-    const json* v = get(key);
-    if (v == nullptr) return fallback;
-    if (!v->is_number()) throw error(key, *v, "a number");
-    return v->get<double>();
-  }
-  bool boolean(const std::string& key, bool fallback) const {
-    const json* v = get(key);
-    if (v == nullptr) return fallback;
-    if (!v->is_boolean()) throw error(key, *v, "true or false");
-    return v->get<bool>();
-  }
-  std::string string(const std::string& key, const std::string& fallback) const {
-    const json* v = get(key);
-    if (v == nullptr) return fallback;
-    if (!v->is_string()) throw error(key, *v, "a string");
-    return v->get<std::string>();
-  }
-  // A token id given as an integer or a list of integers (the first is used).
-  int64_t token_id(const std::string& key, int64_t fallback) const {
-    const json* v = get(key);
-    if (v == nullptr) return fallback;
-    if (v->is_array()) {
-      if (v->empty()) return fallback;
-      return to_int((*v)[0], key);
-    }
-    return to_int(*v, key);
-  }
-
- private:
-  int64_t to_int(const json& v, const std::string& key) const {
-    if (!v.is_number_integer()) throw error(key, v, "an integer");
-    if (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)) {
-      throw error(key, v, "an integer that fits in 64 bits");
-    }
-    return v.get<int64_t>();
-  }
-  LoadError error(const std::string& key, const json& v, const char* expected) const {
-    std::string shown = v.dump();
-    if (shown.size() > 60) shown = shown.substr(0, 60) + "...";
-    return LoadError(what_ + ": field '" + key + "' = " + shown + ", expected " + expected);
-  }
-
-  const json& j_;
-  std::string what_;
-};
 
 // Keys of every Hugging Face config that do not change a forward pass
 // (training, generation defaults, bookkeeping).
@@ -86,6 +25,7 @@ const std::set<std::string>& harmless_keys() {
                                           "architectures",
                                           "model_type",
                                           "torch_dtype",
+                                          "dtype",
                                           "transformers_version",
                                           "use_cache",
                                           "initializer_range",
@@ -166,98 +106,21 @@ const std::set<std::string>& harmless_keys() {
   return k;
 }
 
-RopeScaling read_rope_scaling(const Fields& f, const std::string& what, const std::set<std::string>& allowed) {
-  const json* rs = f.get("rope_scaling");
-  if (rs == nullptr) return {};
-  if (!rs->is_object()) throw LoadError(what + ": field 'rope_scaling' is not an object");
-  Fields r(*rs, what + ": rope_scaling");
-  const std::string type = r.string("rope_type", r.string("type", "default"));
-  if (type == "default") return {};
-  if (allowed.count(type) == 0) {
-    std::string list;
-    for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
-    throw LoadError(what + ": rope_scaling type '" + type + "' is not supported for this model_type (" +
-                    (list.empty() ? "none" : list) + ")");
-  }
-  RopeScaling s;
-  s.type = type;
-  if (type == "longrope") {
-    auto factors = [&](const char* key) {
-      const json* v = r.get(key);
-      if (v == nullptr || !v->is_array()) throw LoadError(what + ": rope_scaling." + key + " is not a list");
-      std::vector<double> out;
-      for (const auto& x : *v) {
-        if (!x.is_number()) throw LoadError(what + ": rope_scaling." + key + " holds a non-number");
-        out.push_back(x.get<double>());
-      }
-      return out;
-    };
-    s.short_factor = factors("short_factor");
-    s.long_factor = factors("long_factor");
-    s.attention_factor = r.number("attention_factor", 0.0);
-    return s;
-  }
-  s.factor = r.number("factor", 0.0);
-  if (!(s.factor > 0.0)) throw LoadError(what + ": rope_scaling.factor must be positive");
-  if (type == "llama3") {
-    s.low_freq_factor = r.number("low_freq_factor", s.low_freq_factor);
-    s.high_freq_factor = r.number("high_freq_factor", s.high_freq_factor);
-    s.original_max_position = r.integer("original_max_position_embeddings", s.original_max_position);
-  }
-  return s;
-}
-
-// Fields access that remembers which keys were read, so that a key the
-// engine does not implement is reported instead of silently ignored.
-class TrackedFields : public Fields {
- public:
-  TrackedFields(const json& j, const std::string& what) : Fields(j, what), j_(j) {}
-  template <class F>
-  auto use(const std::string& key, F&& read) -> decltype(read()) {
-    used_.insert(key);
-    return read();
-  }
-  int64_t integer(const std::string& key) {
-    return use(key, [&] { return Fields::integer(key); });
-  }
-  int64_t integer(const std::string& key, int64_t fb) {
-    return use(key, [&] { return Fields::integer(key, fb); });
-  }
-  double number(const std::string& key, double fb) {
-    return use(key, [&] { return Fields::number(key, fb); });
-  }
-  bool boolean(const std::string& key, bool fb) {
-    return use(key, [&] { return Fields::boolean(key, fb); });
-  }
-  std::string string(const std::string& key, const std::string& fb) {
-    return use(key, [&] { return Fields::string(key, fb); });
-  }
-  int64_t token_id(const std::string& key, int64_t fb) {
-    return use(key, [&] { return Fields::token_id(key, fb); });
-  }
-  void mark(const std::string& key) { used_.insert(key); }
-  // Throws LoadError naming the first key that is set (not null) and was never read.
-  void reject_unused(const std::string& what, const std::string& model_type) const {
-    for (auto it = j_.begin(); it != j_.end(); ++it) {
-      // Keys starting with '_' are bookkeeping (_name_or_path, _attn_implementation_autoset, ...).
-      if (it->is_null() || used_.count(it.key()) || harmless_keys().count(it.key()) || it.key()[0] == '_') continue;
-      std::string shown = it->dump();
-      if (shown.size() > 60) shown = shown.substr(0, 60) + "...";
-      throw LoadError(what + ": field '" + it.key() + "' = " + shown + " is not implemented for model_type '" +
-                      model_type + "' (the engine would compute something else than the checkpoint expects)");
-    }
-  }
-
- private:
-  const json& j_;
-  std::set<std::string> used_;
-};
-
 const char* kSupportedModelTypes =
     "llama, mistral, qwen2, qwen3, qwen3_moe, gemma, gemma2, gemma3_text, gpt_neox, olmo2, phi3, mixtral, gpt2";
 
-// The Llama-style fields most rotary models share.
-void read_llama_like(TrackedFields& f, ModelConfig& c, double eps_default) {
+// A field that transformers 5.x writes at its default value: accepted at
+// that value (or null), refused at any other.
+void accept_only_default(TrackedHfConfigFields& f, const std::string& key, bool fallback, const std::string& owner,
+                         const char* why) {
+  if (f.boolean(key, fallback) != fallback) {
+    throw LoadError(f.what() + ": field '" + key + "' = " + (fallback ? "false" : "true") + " is not implemented for " +
+                    owner + " (" + why + "); only " + (fallback ? "true" : "false") + " or null");
+  }
+}
+
+// The Llama-style fields most rotary models share (the rotary ones: read_hf_rope).
+void read_llama_like(TrackedHfConfigFields& f, ModelConfig& c, double eps_default) {
   c.vocab_size = f.integer("vocab_size");
   c.hidden_size = f.integer("hidden_size");
   c.intermediate_size = f.integer("intermediate_size");
@@ -267,7 +130,6 @@ void read_llama_like(TrackedFields& f, ModelConfig& c, double eps_default) {
   c.head_dim = f.integer("head_dim", c.num_heads > 0 ? c.hidden_size / c.num_heads : 0);
   c.max_position = f.integer("max_position_embeddings", c.max_position);
   c.norm_eps = f.number("rms_norm_eps", eps_default);
-  c.rope_theta = f.number("rope_theta", 10000.0);
   c.tie_word_embeddings = f.boolean("tie_word_embeddings", false);
   c.attention_bias = f.boolean("attention_bias", false);
   c.hidden_act = f.string("hidden_act", "silu");
@@ -275,9 +137,21 @@ void read_llama_like(TrackedFields& f, ModelConfig& c, double eps_default) {
   c.eos_token_id = f.token_id("eos_token_id", -1);
 }
 
+// Applies the rope settings every layer shares; the rotary dimension when
+// the fraction is below 1.
+void set_rope(ModelConfig& c, const HfRope& r) {
+  c.rope_theta = r.theta;
+  c.rope_scaling = r.scaling;
+  c.rotary_dim = static_cast<int64_t>(static_cast<double>(c.head_dim) * r.partial_rotary_factor);
+  if (c.rotary_dim == c.head_dim) c.rotary_dim = 0;
+  if (c.rope_scaling.type == "llama3") {
+    c.rope_scaling.original_max_position = r.original_max_position.value_or(c.max_position);
+  }
+}
+
 // Qwen2/Qwen3: the window applies only when use_sliding_window is true,
 // to layers from max_window_layers on; not implemented, so an error.
-void reject_qwen_window(TrackedFields& f, const std::string& what) {
+void reject_qwen_window(TrackedHfConfigFields& f, const std::string& what) {
   f.mark("sliding_window");
   f.mark("max_window_layers");
   if (f.boolean("use_sliding_window", false)) {
@@ -287,20 +161,61 @@ void reject_qwen_window(TrackedFields& f, const std::string& what) {
   }
 }
 
+// transformers 5.x's `layer_types`. For Gemma 2 and 3 (`per_layer`) it says
+// which layers slide, and must agree with sliding_window_pattern when that is
+// given too; for every other model type it must say what the engine computes
+// from the other fields (Mistral: every layer slides; Qwen: none), since
+// other patterns are not implemented there.
+void apply_layer_types(TrackedHfConfigFields& f, ModelConfig& c, bool per_layer, bool pattern_given,
+                       const std::string& owner) {
+  const auto given = read_hf_layer_types(f, c.num_layers, owner);
+  if (!given) return;
+  std::vector<bool> engine(static_cast<size_t>(c.num_layers));
+  for (int64_t i = 0; i < c.num_layers; ++i) engine[static_cast<size_t>(i)] = c.layer_slides(i);
+  if (per_layer && !pattern_given) {
+    c.sliding_layers = *given;
+  } else if (*given != engine) {
+    if (pattern_given) {
+      throw LoadError(f.what() +
+                      ": fields 'sliding_window_pattern' = " + std::to_string(f.integer("sliding_window_pattern")) +
+                      " and 'layer_types' = " + describe_layer_types(*given) +
+                      " disagree (two spellings of one setting must say the same)");
+    }
+    size_t i = 0;
+    while ((*given)[i] == engine[i]) ++i;
+    throw LoadError(f.what() + ": field 'layer_types' = " + describe_layer_types(*given) + " is not implemented for " +
+                    owner + ": layer " + std::to_string(i) + " is " +
+                    ((*given)[i] ? "sliding_attention, but the engine implements only full attention there"
+                                 : "full_attention, but the engine implements only the sliding window there"));
+  }
+  if (per_layer && c.sliding_window <= 0) {
+    for (bool s : c.sliding_layers) {
+      if (s) throw LoadError(f.what() + ": field 'layer_types' has sliding layers but 'sliding_window' is not set");
+    }
+  }
+}
+
 ModelConfig config_from_json(const json& j, const std::string& what) {
   if (!j.is_object()) throw LoadError(what + ": not a JSON object");
-  TrackedFields f(j, what);
+  TrackedHfConfigFields f(j, what);
   const std::string model_type = f.string("model_type", "");
+  const std::string owner = "model_type '" + model_type + "'";
+  // transformers 5.x writes `dtype` where 4.x wrote `torch_dtype`; neither changes the forward pass.
+  if (f.has("torch_dtype") && f.has("dtype") && f.get("torch_dtype")->is_string() && f.get("dtype")->is_string()) {
+    agreed_value<std::string>(what,
+                              {{"torch_dtype", f.maybe_string("torch_dtype")}, {"dtype", f.maybe_string("dtype")}});
+  }
   ModelConfig c;
   c.name = f.string("_name_or_path", "");
+  bool per_layer_types = false, pattern_given = false;
   if (model_type == "llama" || model_type == "mistral" || model_type == "qwen2" || model_type == "qwen3" ||
       model_type == "qwen3_moe" || model_type == "olmo2" || model_type == "mixtral") {
     c.architecture = model_type == "llama" || model_type == "mistral" || model_type == "qwen2" ? "llama" : model_type;
     read_llama_like(f, c, model_type == "mixtral" ? 1e-5 : 1e-6);
-    c.rope_scaling = f.use("rope_scaling", [&] {
-      return read_rope_scaling(f, what,
-                               model_type == "llama" ? std::set<std::string>{"llama3"} : std::set<std::string>{});
-    });
+    HfRopeRules rope;
+    if (model_type == "llama") rope.scaling_types = {"llama3"};
+    if (model_type == "mixtral") rope.default_theta = 1e6;
+    set_rope(c, read_hf_rope(f, owner, rope));
     // Qwen2 always has q/k/v biases (and no o_proj bias); its config has no flag.
     if (model_type == "qwen2") c.attention_bias = true;
     if (model_type == "llama") c.mlp_bias = f.boolean("mlp_bias", false);
@@ -309,7 +224,10 @@ ModelConfig config_from_json(const json& j, const std::string& what) {
       throw LoadError(what + ": field 'use_mrope' = true (multimodal rotary) is not implemented");
     }
     if (model_type == "qwen3_moe") {
-      c.num_experts = f.integer("num_experts", 128);
+      // transformers 5.x writes num_experts as num_local_experts (Mixtral's name).
+      c.num_experts = agreed_value<int64_t>(what, {{"num_experts", f.maybe_integer("num_experts")},
+                                                   {"num_local_experts", f.maybe_integer("num_local_experts")}})
+                          .value_or(128);
       c.num_experts_per_token = f.integer("num_experts_per_tok", 8);
       c.moe_intermediate_size = f.integer("moe_intermediate_size", 768);
       c.norm_topk_prob = f.boolean("norm_topk_prob", false);
@@ -344,7 +262,7 @@ ModelConfig config_from_json(const json& j, const std::string& what) {
     read_llama_like(f, c, 1e-6);
     c.head_dim = f.integer("head_dim", 256);
     c.tie_word_embeddings = f.boolean("tie_word_embeddings", true);
-    // Gemma's MLP reads hidden_act, Gemma 2 and 3 read hidden_activation (transformers 4.51).
+    // Gemma's MLP reads hidden_act, Gemma 2 and 3 read hidden_activation (transformers 4.51 and 5.x).
     if (model_type == "gemma") {
       c.hidden_act = f.string("hidden_act", "gelu_pytorch_tanh");
       f.mark("hidden_activation");
@@ -352,52 +270,83 @@ ModelConfig config_from_json(const json& j, const std::string& what) {
       c.hidden_act = f.string("hidden_activation", "gelu_pytorch_tanh");
       f.mark("hidden_act");
     }
-    c.rope_scaling = f.use("rope_scaling", [&] {
-      return read_rope_scaling(f, what,
-                               model_type == "gemma3_text" ? std::set<std::string>{"linear"} : std::set<std::string>{});
-    });
+    // transformers 5.x writes it (null or false); true is an encoder's mask.
+    accept_only_default(f, "use_bidirectional_attention", false, owner, "bidirectional attention");
+    if (model_type == "gemma3_text") {
+      // 4.x: rope_theta, rope_scaling (global layers only), rope_local_base_freq;
+      // 5.x: rope_parameters.full_attention / .sliding_attention.
+      HfRopeRules global;
+      global.scaling_types = {"linear"};
+      global.default_theta = 1e6;
+      global.layer_type = "full_attention";
+      set_rope(c, read_hf_rope(f, owner, global));
+      HfRopeRules local;
+      local.layer_type = "sliding_attention";
+      local.theta_keys = {"rope_local_base_freq"};
+      local.partial_keys = {};
+      local.v4_scaling = false;
+      c.rope_local_theta = read_hf_rope(f, owner, local).theta;
+    } else {
+      set_rope(c, read_hf_rope(f, owner, HfRopeRules{}));
+    }
     if (model_type != "gemma") {
       c.query_pre_attn_scalar = f.number("query_pre_attn_scalar", 256);
       c.sliding_window = f.integer("sliding_window", 4096);
       const bool g2 = model_type == "gemma2";
       c.attn_logit_softcap = f.number("attn_logit_softcapping", g2 ? 50.0 : 0.0);
       if (!g2 && c.attn_logit_softcap != 0.0) {
-        // transformers' Gemma 3 (4.51) never passes it to its attention: refuse rather than guess.
+        // transformers' Gemma 3 (4.51, 5.x) never passes it to its attention: refuse rather than guess.
         throw LoadError(what +
                         ": field 'attn_logit_softcapping' is set, but Gemma 3 as transformers implements "
                         "it does not apply an attention soft-cap; only null is supported for gemma3_text");
       }
       c.final_logit_softcap = f.number("final_logit_softcapping", g2 ? 30.0 : 0.0);
+      pattern_given = !g2 && f.has("sliding_window_pattern");
       const int64_t pattern = g2 ? 2 : f.integer("sliding_window_pattern", 6);
       if (pattern <= 0) throw LoadError(what + ": field 'sliding_window_pattern' must be positive");
       c.sliding_layers.resize(static_cast<size_t>(std::max<int64_t>(c.num_layers, 0)));
       for (int64_t i = 0; i < c.num_layers; ++i) {
-        // Gemma 2: even layers slide; Gemma 3: all but every pattern-th.
+        // Gemma 2: even layers slide; Gemma 3: all but every pattern-th (unless layer_types says otherwise).
         c.sliding_layers[static_cast<size_t>(i)] = g2 ? i % 2 == 0 : (i + 1) % pattern != 0;
       }
-      if (!g2) c.rope_local_theta = f.number("rope_local_base_freq", 10000.0);
+      per_layer_types = true;
     }
   } else if (model_type == "phi3") {
     c.architecture = "phi3";
     read_llama_like(f, c, 1e-5);
     if (c.attention_bias) throw LoadError(what + ": field 'attention_bias' = true is not implemented for phi3");
-    const double partial = f.number("partial_rotary_factor", 1.0);
-    c.rotary_dim = static_cast<int64_t>(static_cast<double>(c.head_dim) * partial);
-    if (c.rotary_dim == c.head_dim) c.rotary_dim = 0;
-    c.rope_scaling = f.use("rope_scaling", [&] { return read_rope_scaling(f, what, {"longrope"}); });
-    const int64_t original = f.integer("original_max_position_embeddings", c.max_position);
+    HfRopeRules rules;
+    rules.scaling_types = {"longrope"};
+    rules.partial_rotary = true;
+    const HfRope rope = read_hf_rope(f, owner, rules);
+    set_rope(c, rope);
+    // transformers 5.x writes it at the top level and inside rope_parameters.
+    const int64_t original =
+        agreed_value<int64_t>(
+            what, {{"original_max_position_embeddings", f.maybe_integer("original_max_position_embeddings")},
+                   {rope.scaling_path + ".original_max_position_embeddings", rope.original_max_position}})
+            .value_or(c.max_position);
     if (c.rope_scaling.type == "longrope") {
       RopeScaling& r = c.rope_scaling;
       r.original_max_position = original;
       const int64_t half = (c.rotary_dim > 0 ? c.rotary_dim : c.head_dim) / 2;
       if (static_cast<int64_t>(r.short_factor.size()) != half || static_cast<int64_t>(r.long_factor.size()) != half) {
-        throw LoadError(what + ": rope_scaling short_factor/long_factor must have " + std::to_string(half) +
+        throw LoadError(what + ": rope short_factor/long_factor must have " + std::to_string(half) +
                         " entries (rotary dimension / 2)");
       }
+      // The attention factor derives from the context ratio (transformers: from `factor` when
+      // the rope dict gives one, 4.51's Phi-3 always from the ratio): only a factor equal to it is accepted.
+      const double ratio = static_cast<double>(c.max_position) / static_cast<double>(original);
+      if (r.factor != 0.0 && r.factor != ratio) {
+        throw LoadError(what + ": field '" + rope.scaling_path + ".factor' = " + json(r.factor).dump() +
+                        " is not implemented for phi3: only max_position_embeddings / "
+                        "original_max_position_embeddings = " +
+                        json(ratio).dump() +
+                        " (transformers 4.51 and 5.x derive the attention factor differently otherwise)");
+      }
       if (r.attention_factor == 0.0) {
-        const double factor = static_cast<double>(c.max_position) / static_cast<double>(original);
         r.attention_factor =
-            factor <= 1.0 ? 1.0 : std::sqrt(1.0 + std::log(factor) / std::log(static_cast<double>(original)));
+            ratio <= 1.0 ? 1.0 : std::sqrt(1.0 + std::log(ratio) / std::log(static_cast<double>(original)));
       }
     }
     c.sliding_window = f.integer("sliding_window", 0);
@@ -412,17 +361,14 @@ ModelConfig config_from_json(const json& j, const std::string& what) {
     c.head_dim = c.num_heads > 0 ? c.hidden_size / c.num_heads : 0;
     c.max_position = f.integer("max_position_embeddings", 2048);
     c.norm_eps = f.number("layer_norm_eps", 1e-5);
-    // transformers writes both spellings; they must agree.
-    const double pct = f.number("rotary_pct", 0.25);
-    const double partial = f.number("partial_rotary_factor", pct);
-    const double base = f.number("rotary_emb_base", 10000.0);
-    c.rope_theta = f.number("rope_theta", base);
-    if (partial != pct || c.rope_theta != base) {
-      throw LoadError(what + ": rotary_pct/partial_rotary_factor or rotary_emb_base/rope_theta disagree");
-    }
-    c.rotary_dim = static_cast<int64_t>(static_cast<double>(c.head_dim) * pct);
-    if (c.rotary_dim == c.head_dim) c.rotary_dim = 0;
-    c.rope_scaling = f.use("rope_scaling", [&] { return read_rope_scaling(f, what, {}); });
+    // 4.x writes rotary_pct / rotary_emb_base and (4.4x+) partial_rotary_factor / rope_theta;
+    // 5.x rope_parameters. Every spelling present must agree.
+    HfRopeRules rules;
+    rules.partial_rotary = true;
+    rules.default_partial = 0.25;
+    rules.theta_keys = {"rotary_emb_base", "rope_theta"};
+    rules.partial_keys = {"rotary_pct", "partial_rotary_factor"};
+    set_rope(c, read_hf_rope(f, owner, rules));
     c.parallel_residual = f.boolean("use_parallel_residual", true);
     c.attention_bias = f.boolean("attention_bias", true);
     c.mlp_bias = true;
@@ -456,7 +402,8 @@ ModelConfig config_from_json(const json& j, const std::string& what) {
   } else {
     throw LoadError(what + ": model_type '" + model_type + "' is not supported (" + kSupportedModelTypes + ")");
   }
-  f.reject_unused(what, model_type);
+  apply_layer_types(f, c, per_layer_types, pattern_given, owner);
+  f.reject_unused(owner, harmless_keys());
   if (c.name.empty()) c.name = model_type;
   try {
     c.validate();

@@ -1,6 +1,10 @@
 // ModelConfig from a Hugging Face config.json. model_type llama, mistral and
 // qwen2 map to architecture "llama"; gpt2 to "gpt2". Missing optional fields
-// take the transformers library's defaults for that model type.
+// take the transformers library's defaults for that model type. Configs as
+// transformers 4.x and 5.x write them both load (dtype / torch_dtype,
+// rope_parameters / rope_theta + rope_scaling, layer_types /
+// sliding_window_pattern, ...); where a file has both spellings they must
+// agree. docs/weights.md, "Config spellings".
 #pragma once
 
 #include <string>

@@ -1,8 +1,11 @@
 // parse_hf_config: config.json fields to ModelConfig for each supported
-// model_type, defaults, rope scaling, and precise errors.
+// model_type, defaults, rope scaling, and precise errors; the spellings of
+// transformers 4.x and 5.x alike, and both in one file.
 #include "core/hf/hf_config.h"
 
 #include <gtest/gtest.h>
+
+#include <cmath>
 
 #include <nnsight/error.hpp>
 
@@ -85,9 +88,289 @@ TEST(HfConfig, ErrorsNameTheFileAndField) {
                             "rope_scaling": {"type": "yarn", "factor": 4.0}})",
                         "c.json");
       },
-      {"c.json", "rope_scaling type 'yarn' is not supported"});
+      {"c.json", "field 'rope_scaling.type' = \"yarn\" is not implemented for model_type 'llama'"});
   expect_load_error([] { parse_hf_config("{not json", "c.json"); }, {"c.json", "not valid JSON"});
   expect_load_error([] { parse_hf_config("[]", "c.json"); }, {"c.json", "not a JSON object"});
+}
+
+// ---- transformers 5.x spellings ----------------------------------------------
+
+// A small config of `model_type` with `extra` members (JSON, each after a comma).
+std::string cfg(const std::string& model_type, const std::string& extra = "", int layers = 2) {
+  return R"({"model_type": ")" + model_type + R"(", "vocab_size": 32, "hidden_size": 64, "intermediate_size": 32,
+      "num_hidden_layers": )" +
+         std::to_string(layers) + R"(, "num_attention_heads": 4, "head_dim": 16)" + extra + "}";
+}
+
+TEST(HfConfig, V5DtypeAndFlatRopeParameters) {
+  const ModelConfig c = parse_hf_config(cfg("llama", R"(, "dtype": "bfloat16", "transformers_version": "5.24.0",
+                      "rope_parameters": {"rope_type": "default", "rope_theta": 500000.0})"),
+                                        "c.json");
+  EXPECT_EQ(c.rope_theta, 500000.0);
+  EXPECT_EQ(c.rope_scaling.type, "");
+  EXPECT_EQ(c.rotary_dim, 0);
+  // No rope_theta anywhere: transformers' default for the model type (Mixtral 1e6, others 1e4).
+  EXPECT_EQ(parse_hf_config(cfg("mistral", R"(, "rope_parameters": {"rope_type": "default"})"), "c.json").rope_theta,
+            10000.0);
+  EXPECT_EQ(parse_hf_config(cfg("mixtral"), "c.json").rope_theta, 1e6);
+}
+
+TEST(HfConfig, V5Llama3RopeParametersReadLikeRopeScaling) {
+  const std::string llama3 = R"("rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+      "high_freq_factor": 4.0, "original_max_position_embeddings": 8192)";
+  const ModelConfig v5 =
+      parse_hf_config(cfg("llama", R"(, "rope_parameters": {"rope_theta": 500000.0, )" + llama3 + "}"), "c.json");
+  const ModelConfig v4 =
+      parse_hf_config(cfg("llama", R"(, "rope_theta": 500000.0, "rope_scaling": {)" + llama3 + "}"), "c.json");
+  for (const ModelConfig* c : {&v5, &v4}) {
+    EXPECT_EQ(c->rope_theta, 500000.0);
+    EXPECT_EQ(c->rope_scaling.type, "llama3");
+    EXPECT_EQ(c->rope_scaling.factor, 8.0);
+    EXPECT_EQ(c->rope_scaling.high_freq_factor, 4.0);
+    EXPECT_EQ(c->rope_scaling.original_max_position, 8192);
+  }
+  // Both spellings in one file, agreeing.
+  const ModelConfig both =
+      parse_hf_config(cfg("llama", R"(, "rope_theta": 500000.0, "rope_scaling": {)" + llama3 +
+                                       R"(}, "rope_parameters": {"rope_theta": 500000.0, )" + llama3 + "}"),
+                      "c.json");
+  EXPECT_EQ(both.rope_scaling.factor, 8.0);
+}
+
+TEST(HfConfig, BothSpellingsMustAgree) {
+  expect_load_error(
+      [] {
+        parse_hf_config(cfg("llama", R"(, "rope_theta": 10000.0, "rope_parameters": {"rope_theta": 500000.0})"),
+                        "c.json");
+      },
+      {"c.json", "fields 'rope_theta' = 10000.0 and 'rope_parameters.rope_theta' = 500000.0 disagree"});
+  expect_load_error(
+      [] {
+        parse_hf_config(cfg("llama", R"(, "rope_scaling": {"rope_type": "llama3", "factor": 8.0,
+                                         "original_max_position_embeddings": 8192},
+                                       "rope_parameters": {"rope_type": "llama3", "factor": 4.0,
+                                         "original_max_position_embeddings": 8192})"),
+                        "c.json");
+      },
+      {"c.json",
+       "fields 'rope_scaling' (type llama3, factor 8.0) and 'rope_parameters' (type llama3, factor 4.0) "
+       "disagree"});
+  expect_load_error(
+      [] { parse_hf_config(cfg("llama", R"(, "torch_dtype": "float32", "dtype": "bfloat16")"), "c.json"); },
+      {"fields 'torch_dtype' = \"float32\" and 'dtype' = \"bfloat16\" disagree"});
+  EXPECT_NO_THROW(parse_hf_config(cfg("llama", R"(, "torch_dtype": "bfloat16", "dtype": "bfloat16")"), "c.json"));
+  expect_load_error(
+      [] {
+        parse_hf_config(
+            cfg("llama", R"(, "rope_parameters": {"rope_type": "default", "type": "linear", "factor": 2.0})"),
+            "c.json");
+      },
+      {"fields 'rope_parameters.rope_type' = \"default\" and 'rope_parameters.type' = \"linear\" disagree"});
+  expect_load_error(
+      [] { parse_hf_config(cfg("qwen3_moe", R"(, "num_experts": 8, "num_local_experts": 4)"), "c.json"); },
+      {"fields 'num_experts' = 8 and 'num_local_experts' = 4 disagree"});
+}
+
+TEST(HfConfig, V5RopeTypesTheModelTypeDoesNotImplementAreRefusedNamingTheField) {
+  expect_load_error(
+      [] {
+        parse_hf_config(cfg("llama", R"(, "rope_parameters": {"rope_type": "yarn", "factor": 4.0,
+                                         "original_max_position_embeddings": 4096})"),
+                        "c.json");
+      },
+      {"c.json", "field 'rope_parameters.rope_type' = \"yarn\" is not implemented for model_type 'llama'",
+       "default, llama3"});
+  expect_load_error(
+      [] { parse_hf_config(cfg("qwen3", R"(, "rope_parameters": {"rope_type": "linear", "factor": 2.0})"), "c.json"); },
+      {"field 'rope_parameters.rope_type' = \"linear\" is not implemented for model_type 'qwen3'"});
+  // A key the rope type does not read is not ignored.
+  expect_load_error(
+      [] {
+        parse_hf_config(cfg("qwen2", R"(, "rope_parameters": {"rope_type": "default", "mrope_section": [2, 2, 4]})"),
+                        "c.json");
+      },
+      {"field 'rope_parameters.mrope_section' = [2,2,4] is not implemented for rope_type 'default' of model_type "
+       "'qwen2'"});
+  // Partial rotary is implemented for GPT-NeoX and Phi-3 only.
+  expect_load_error(
+      [] {
+        parse_hf_config(cfg("llama", R"(, "rope_parameters": {"rope_type": "default", "partial_rotary_factor": 0.5})"),
+                        "c.json");
+      },
+      {"field 'rope_parameters.partial_rotary_factor' = 0.5 is not implemented for model_type 'llama'"});
+  EXPECT_NO_THROW(parse_hf_config(
+      cfg("llama", R"(, "rope_parameters": {"rope_type": "default", "partial_rotary_factor": 1.0})"), "c.json"));
+}
+
+TEST(HfConfig, V5PartialRotaryFactorInRopeParameters) {
+  const ModelConfig neox = parse_hf_config(R"({"model_type": "gpt_neox", "vocab_size": 32, "hidden_size": 64,
+      "intermediate_size": 32, "num_hidden_layers": 1, "num_attention_heads": 4,
+      "rope_parameters": {"rope_type": "default", "rope_theta": 20000, "partial_rotary_factor": 0.5}})",
+                                           "n.json");
+  EXPECT_EQ(neox.rotary_dim, 8);
+  EXPECT_EQ(neox.rope_theta, 20000.0);
+  // 4.x's spellings of the same, and a disagreement between them and 5.x's.
+  const ModelConfig neox4 = parse_hf_config(R"({"model_type": "gpt_neox", "vocab_size": 32, "hidden_size": 64,
+      "intermediate_size": 32, "num_hidden_layers": 1, "num_attention_heads": 4, "rotary_pct": 0.5,
+      "rotary_emb_base": 20000, "partial_rotary_factor": 0.5, "rope_theta": 20000})",
+                                            "n.json");
+  EXPECT_EQ(neox4.rotary_dim, 8);
+  EXPECT_EQ(neox4.rope_theta, 20000.0);
+  expect_load_error(
+      [] {
+        parse_hf_config(R"({"model_type": "gpt_neox", "vocab_size": 32, "hidden_size": 64, "intermediate_size": 32,
+            "num_hidden_layers": 1, "num_attention_heads": 4, "rotary_pct": 0.25,
+            "rope_parameters": {"partial_rotary_factor": 0.5}})",
+                        "n.json");
+      },
+      {"fields 'rotary_pct' = 0.25 and 'rope_parameters.partial_rotary_factor' = 0.5 disagree"});
+  const ModelConfig phi3 =
+      parse_hf_config(cfg("phi3", R"(, "max_position_embeddings": 128, "original_max_position_embeddings": 64,
+          "rope_parameters": {"rope_type": "longrope", "type": "longrope", "rope_theta": 10000.0,
+            "partial_rotary_factor": 0.5, "original_max_position_embeddings": 64,
+            "short_factor": [1.0, 1.1, 1.2, 1.3], "long_factor": [1.0, 2.0, 3.0, 4.0]})",
+                          1),
+                      "p.json");
+  EXPECT_EQ(phi3.rotary_dim, 8);
+  EXPECT_EQ(phi3.rope_scaling.type, "longrope");
+  EXPECT_EQ(phi3.rope_scaling.original_max_position, 64);
+  EXPECT_EQ(phi3.rope_scaling.short_factor.size(), 4u);
+  EXPECT_NEAR(phi3.rope_scaling.attention_factor, std::sqrt(1.0 + std::log(2.0) / std::log(64.0)), 1e-12);
+  expect_load_error(
+      [] {
+        parse_hf_config(cfg("phi3", R"(, "max_position_embeddings": 128, "original_max_position_embeddings": 64,
+            "rope_parameters": {"rope_type": "longrope", "original_max_position_embeddings": 32,
+              "short_factor": [1, 1, 1, 1, 1, 1, 1, 1], "long_factor": [1, 1, 1, 1, 1, 1, 1, 1]})"),
+                        "p.json");
+      },
+      {"fields 'original_max_position_embeddings' = 64 and 'rope_parameters.original_max_position_embeddings' = 32 "
+       "disagree"});
+  expect_load_error(
+      [] {
+        parse_hf_config(cfg("phi3", R"(, "max_position_embeddings": 128, "original_max_position_embeddings": 64,
+            "rope_parameters": {"rope_type": "longrope", "factor": 4.0,
+              "short_factor": [1, 1, 1, 1, 1, 1, 1, 1], "long_factor": [1, 1, 1, 1, 1, 1, 1, 1]})"),
+                        "p.json");
+      },
+      {"field 'rope_parameters.factor' = 4.0 is not implemented for phi3"});
+}
+
+TEST(HfConfig, V5Gemma3PerLayerTypeRopeParametersAndLayerTypes) {
+  const std::string rope = R"(, "rope_parameters": {
+      "full_attention": {"rope_type": "linear", "factor": 8.0, "rope_theta": 1000000.0},
+      "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}})";
+  const ModelConfig g =
+      parse_hf_config(cfg("gemma3_text", rope + R"(, "sliding_window": 512, "use_bidirectional_attention": false,
+          "layer_types": ["full_attention", "sliding_attention", "sliding_attention"])",
+                          3),
+                      "g.json");
+  EXPECT_EQ(g.rope_theta, 1e6);
+  EXPECT_EQ(g.rope_scaling.type, "linear");
+  EXPECT_EQ(g.rope_scaling.factor, 8.0);
+  EXPECT_EQ(g.rope_local_theta, 10000.0);
+  EXPECT_EQ(g.sliding_window, 512);
+  EXPECT_FALSE(g.layer_slides(0));
+  EXPECT_TRUE(g.layer_slides(1));
+  EXPECT_TRUE(g.layer_slides(2));
+  // With the 4.x pattern beside it, the two must agree.
+  EXPECT_NO_THROW(
+      parse_hf_config(cfg("gemma3_text", rope + R"(, "sliding_window_pattern": 2, "layer_types": ["sliding_attention",
+          "full_attention", "sliding_attention"])",
+                          3),
+                      "g.json"));
+  expect_load_error(
+      [&] {
+        parse_hf_config(cfg("gemma3_text", rope + R"(, "sliding_window_pattern": 2, "layer_types": ["full_attention",
+            "sliding_attention", "sliding_attention"])",
+                            3),
+                        "g.json");
+      },
+      {"fields 'sliding_window_pattern' = 2 and 'layer_types' = [full_attention, sliding_attention, "
+       "sliding_attention] disagree"});
+  // 4.x's rope_local_base_freq against the sliding layers' dict.
+  expect_load_error(
+      [&] { parse_hf_config(cfg("gemma3_text", rope + R"(, "rope_local_base_freq": 20000.0)"), "g.json"); },
+      {"fields 'rope_local_base_freq' = 20000.0 and 'rope_parameters.sliding_attention.rope_theta' = 10000.0 "
+       "disagree"});
+  // Local layers turn unscaled in the engine.
+  expect_load_error(
+      [] {
+        parse_hf_config(cfg("gemma3_text", R"(, "rope_parameters": {
+            "sliding_attention": {"rope_type": "linear", "factor": 2.0}})"),
+                        "g.json");
+      },
+      {"field 'rope_parameters.sliding_attention.rope_type' = \"linear\" is not implemented for model_type "
+       "'gemma3_text'"});
+  // A flat dict is not Gemma 3's 5.x spelling.
+  expect_load_error(
+      [] { parse_hf_config(cfg("gemma3_text", R"(, "rope_parameters": {"rope_theta": 10000.0})"), "g.json"); },
+      {"field 'rope_parameters.rope_theta' = 10000.0 is not implemented for model_type 'gemma3_text'",
+       "one dict per layer type"});
+}
+
+TEST(HfConfig, V5LayerTypesMustBeWhatTheEngineImplements) {
+  // Gemma 2: any pattern of the two types.
+  const ModelConfig g2 = parse_hf_config(
+      cfg("gemma2", R"(, "sliding_window": 8, "layer_types": ["full_attention", "sliding_attention"])"), "g.json");
+  EXPECT_FALSE(g2.layer_slides(0));
+  EXPECT_TRUE(g2.layer_slides(1));
+  // Qwen: all full is what use_sliding_window false means; a sliding layer is not implemented.
+  const std::string qwen_full = R"(, "use_sliding_window": false, "sliding_window": null, "max_window_layers": 28,
+      "layer_types": ["full_attention", "full_attention"])";
+  for (const char* t : {"qwen2", "qwen3", "qwen3_moe"}) {
+    SCOPED_TRACE(t);
+    EXPECT_FALSE(parse_hf_config(cfg(t, qwen_full), "q.json").layer_slides(1));
+  }
+  expect_load_error(
+      [] {
+        parse_hf_config(cfg("qwen3", R"(, "sliding_window": 4096, "layer_types": ["full_attention",
+            "sliding_attention"])"),
+                        "q.json");
+      },
+      {"q.json", "field 'layer_types' = [full_attention, sliding_attention] is not implemented for model_type 'qwen3'",
+       "layer 1 is sliding_attention"});
+  // Mistral: every layer slides when there is a window, none when there is none.
+  EXPECT_TRUE(parse_hf_config(cfg("mistral", R"(, "sliding_window": 8,
+      "layer_types": ["sliding_attention", "sliding_attention"])"),
+                              "m.json")
+                  .layer_slides(1));
+  EXPECT_NO_THROW(parse_hf_config(cfg("llama", R"(, "layer_types": ["full_attention", "full_attention"])"), "l.json"));
+  expect_load_error(
+      [] {
+        parse_hf_config(cfg("mistral", R"(, "sliding_window": 8, "layer_types": ["sliding_attention",
+            "full_attention"])"),
+                        "m.json");
+      },
+      {"layer 1 is full_attention"});
+  expect_load_error([] { parse_hf_config(cfg("gemma2", R"(, "layer_types": ["full_attention"])"), "g.json"); },
+                    {"g.json", "field 'layer_types' has 1 entries for 2 layers"});
+  expect_load_error(
+      [] { parse_hf_config(cfg("gemma2", R"(, "layer_types": ["full_attention", "chunked_attention"])"), "g.json"); },
+      {"field 'layer_types[1]' = \"chunked_attention\" is not implemented for model_type 'gemma2'"});
+  expect_load_error(
+      [] {
+        parse_hf_config(cfg("gemma2", R"(, "sliding_window": 0, "layer_types": ["full_attention",
+            "sliding_attention"])"),
+                        "g.json");
+      },
+      {"field 'layer_types' has sliding layers but 'sliding_window' is not set"});
+}
+
+TEST(HfConfig, V5FieldsAtTheirDefaultsLoadOtherValuesAreRefused) {
+  for (const char* t : {"gemma", "gemma2", "gemma3_text"}) {
+    SCOPED_TRACE(t);
+    EXPECT_NO_THROW(parse_hf_config(cfg(t, R"(, "use_bidirectional_attention": false)"), "g.json"));
+    EXPECT_NO_THROW(parse_hf_config(cfg(t, R"(, "use_bidirectional_attention": null)"), "g.json"));
+    expect_load_error([&] { parse_hf_config(cfg(t, R"(, "use_bidirectional_attention": true)"), "g.json"); },
+                      {"g.json", "field 'use_bidirectional_attention' = true is not implemented for model_type '" +
+                                     std::string(t) + "'"});
+  }
+  // Not read for Llama: any value is refused, naming it.
+  expect_load_error([] { parse_hf_config(cfg("llama", R"(, "use_bidirectional_attention": false)"), "l.json"); },
+                    {"field 'use_bidirectional_attention' = false is not implemented for model_type 'llama'"});
+  const ModelConfig moe =
+      parse_hf_config(cfg("qwen3_moe", R"(, "num_local_experts": 4, "num_experts_per_tok": 2)"), "q.json");
+  EXPECT_EQ(moe.num_experts, 4);
 }
 
 }  // namespace
