@@ -112,8 +112,6 @@ HttpServerOptions options() {
   return o;
 }
 
-bool starts_with(const std::string& s, const std::string& p) { return s.rfind(p, 0) == 0; }
-
 // The status of the last response in `out` (after any interim 1xx).
 std::string final_status(const std::string& out) {
   size_t at = 0, last = std::string::npos;
