@@ -4,6 +4,8 @@
 
 #include <nnsight/error.hpp>
 
+#include "runner/engine/engine_failure.h"
+
 namespace nnsight::runner {
 
 AsyncEngine::AsyncEngine(std::unique_ptr<Engine> engine)
@@ -131,7 +133,7 @@ void AsyncEngine::loop() {
     }
     for (uint64_t id : aborts) engine_->abort(id);
     if (stopping) {
-      deliver(engine_->fail_all("the engine shut down before the request finished"));
+      deliver(engine_->fail_all(kEngineShutDown));
       engine_.reset();  // shuts the executor (and its workers) down
       return;
     }
@@ -139,7 +141,7 @@ void AsyncEngine::loop() {
       try {
         deliver(engine_->step());
       } catch (const std::exception& e) {
-        deliver(engine_->fail_all(std::string("engine step failed: ") + e.what()));
+        deliver(engine_->fail_all(kStepFailed + std::string(e.what())));
       }
     }
   }

@@ -8,6 +8,7 @@
 
 #include "core/model_path.h"
 #include "core/tokenizer/tokenizer_loader.h"
+#include "runner/engine/engine_failure.h"
 #include "runner/executor/worker_setup.h"
 
 namespace nnsight::runner {
@@ -200,7 +201,7 @@ std::vector<RequestOutput> Engine::step() {
 }
 
 std::vector<RequestOutput> Engine::recover(const std::string& failure) {
-  std::vector<RequestOutput> failed = fail_all("the engine's workers failed: " + failure);
+  std::vector<RequestOutput> failed = fail_all(kWorkersFailed + failure);
   const int64_t limit = args_.max_worker_restarts();
   std::string why = "restarts are off (EngineArgs.max_worker_restarts 0)";
   if (limit != 0 && (limit < 0 || restarts_ < limit)) {

@@ -3,6 +3,7 @@
 #include <openssl/crypto.h>
 #include <openssl/sha.h>
 
+#include <cctype>
 #include <fstream>
 #include <set>
 
@@ -63,10 +64,14 @@ ApiKeys ApiKeys::load(const std::string& path) {
 
 std::optional<std::string> ApiKeys::tenant(const std::string& authorization) const {
   if (!enabled()) return std::string("anonymous");
-  const std::string prefix = "Bearer ";
-  if (authorization.size() <= prefix.size() || authorization.compare(0, prefix.size(), prefix) != 0)
+  // The scheme is case-insensitive (RFC 9110 11.1): "Bearer", "bearer", "BEARER".
+  const std::string scheme = "bearer";
+  if (authorization.size() <= scheme.size() + 1 ||
+      (authorization[scheme.size()] != ' ' && authorization[scheme.size()] != '\t'))
     return std::nullopt;
-  const std::string digest = sha256(trim(authorization.substr(prefix.size())));
+  for (size_t i = 0; i < scheme.size(); ++i)
+    if (std::tolower(static_cast<unsigned char>(authorization[i])) != scheme[i]) return std::nullopt;
+  const std::string digest = sha256(trim(authorization.substr(scheme.size() + 1)));
   std::optional<std::string> found;
   for (const auto& e : entries_)  // every entry is compared: the time does not tell which matched
     if (CRYPTO_memcmp(e.digest.data(), digest.data(), digest.size()) == 0) found = e.tenant;

@@ -13,6 +13,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <list>
+#include <optional>
 
 #include <nnsight/error.hpp>
 
@@ -80,21 +81,41 @@ std::string url_decode(const std::string& s) {
   return out;
 }
 
+enum Phase : int { kHead, kBody, kHandler };
+// Why the server cut a connection's read short.
+enum Cut : int { kNotCut, kTimedOut, kPushedOut, kStopping };
+
 struct Connection {
-  explicit Connection(tcp::socket s) : socket(std::move(s)) {}
+  Connection(tcp::socket s, std::string a) : socket(std::move(s)), address(std::move(a)) {}
   tcp::socket socket;
-  // When the connection started waiting for (part of) a request; -1 while a
-  // handler runs (handlers may wait long for a trace).
-  std::atomic<int64_t> reading_since{-1};
+  const std::string address;      // the client's IP address
+  std::atomic<int> phase{kHead};  // what it waits for
+  std::atomic<int64_t> since{0};  // when that phase began (ms)
+  std::atomic<int> cut{kNotCut};  // set with a shutdown of its read side (the serve thread answers)
+
+  void begin(Phase p) {
+    since = now_ms();
+    phase = p;
+  }
 };
+
+bool iequals(const std::string& a, const char* b) { return lower(a) == lower(b); }
+
+std::string trim(const std::string& s) {
+  const size_t b = s.find_first_not_of(" \t");
+  if (b == std::string::npos) return "";
+  return s.substr(b, s.find_last_not_of(" \t") - b + 1);
+}
 
 class Responder final : public HttpResponder {
  public:
-  Responder(Connection& c, bool keep_alive, unsigned version) : c_(c), keep_alive_(keep_alive), version_(version) {}
+  Responder(Connection& c, bool keep_alive, unsigned version, const std::atomic<bool>& stopping)
+      : c_(c), keep_alive_(keep_alive), version_(version), stopping_(stopping) {}
 
   void send(HttpResponse r) override {
     if (sent_) return;
     sent_ = true;
+    if (stopping_) keep_alive_ = false;
     http::response<http::string_body> res{static_cast<http::status>(r.status), version_};
     res.set(http::field::server, "nnsight");
     res.set(http::field::content_type, r.content_type);
@@ -104,7 +125,7 @@ class Responder final : public HttpResponder {
     res.prepare_payload();
     beast::error_code ec;
     http::write(c_.socket, res, ec);
-    if (ec) keep_alive_ = false;
+    if (ec) keep_alive_ = false, failed_ = true;
   }
 
   bool start_stream(int status, const std::string& content_type) override {
@@ -129,22 +150,82 @@ class Responder final : public HttpResponder {
     if (failed_) return true;
     pollfd p{c_.socket.native_handle(), POLLIN | POLLRDHUP, 0};
     if (::poll(&p, 1, 0) <= 0) return false;
-    if (p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)) return true;
-    char byte;
-    return ::recv(p.fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT) == 0;
+    if (p.revents & (POLLHUP | POLLERR | POLLNVAL)) return true;  // reset, or both sides shut
+    bool eof = (p.revents & POLLRDHUP) != 0;
+    if (!eof && (p.revents & POLLIN)) {
+      char byte;
+      eof = ::recv(p.fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT) == 0;
+    }
+    if (!eof) return false;
+    // The client sent its FIN: it half-closed (and still reads), or it is
+    // gone. Only a write tells them apart -- a gone client's kernel answers
+    // it with a reset, seen by the next call. A stream's own writes do
+    // that; before the answer, an interim "100 Continue" (which every
+    // HTTP/1.1 client must accept and skip, RFC 9110 15.2) is the probe.
+    if (!sent_ && !probed_ && version_ >= 11) {
+      probed_ = true;
+      write("HTTP/1.1 100 Continue\r\n\r\n");
+    }
+    return failed_;
   }
 
+  bool server_stopping() override { return stopping_; }
+
   bool sent() const { return sent_; }
-  bool keep_alive() const { return keep_alive_ && !streamed_ && !failed_; }
+  bool keep_alive() const { return keep_alive_ && !streamed_ && !failed_ && !stopping_; }
 
  private:
   Connection& c_;
   bool keep_alive_;
   unsigned version_;
+  const std::atomic<bool>& stopping_;
   bool sent_ = false;
   bool streamed_ = false;
   bool failed_ = false;
+  bool probed_ = false;
 };
+
+// What RFC 9112 requires of a request's framing that Beast lets through:
+// one Authorization, Host, Content-Length and Content-Type each; chunked as
+// the only transfer coding, and never beside Content-Length; a method this
+// server implements.
+std::optional<HttpResponse> framing_error(const http::request_parser<http::string_body>::value_type& h) {
+  static const http::verb implemented[] = {http::verb::get,     http::verb::head,    http::verb::post, http::verb::put,
+                                           http::verb::delete_, http::verb::options, http::verb::patch};
+  if (std::find(std::begin(implemented), std::end(implemented), h.method()) == std::end(implemented))
+    return json_error(501, "the method '" + std::string(h.method_string()) + "' is not implemented by this server");
+  for (const char* single : {"authorization", "host", "content-length", "content-type"}) {
+    size_t n = 0;
+    for (const auto& f : h) n += iequals(std::string(f.name_string()), single) ? 1 : 0;
+    if (n > 1)
+      return json_error(400, "the header '" + std::string(single) + "' appears " + std::to_string(n) +
+                                 " times; a request may carry it once");
+  }
+  std::vector<std::string> codings;
+  for (const auto& f : h) {
+    if (f.name() != http::field::transfer_encoding) continue;
+    const std::string v(f.value());
+    size_t b = 0;
+    while (b <= v.size()) {
+      size_t e = v.find(',', b);
+      if (e == std::string::npos) e = v.size();
+      const std::string c = lower(trim(v.substr(b, e - b)));
+      if (!c.empty()) codings.push_back(c);
+      b = e + 1;
+    }
+  }
+  if (h.count(http::field::transfer_encoding)) {
+    if (codings.empty() || codings.back() != "chunked")
+      return json_error(400, "Transfer-Encoding '" + (codings.empty() ? std::string() : codings.back()) +
+                                 "': a request's last transfer coding must be chunked (RFC 9112 6.3)");
+    for (const auto& c : codings)
+      if (c != "chunked") return json_error(501, "the transfer coding '" + c + "' is not implemented (only chunked)");
+    if (codings.size() > 1) return json_error(400, "Transfer-Encoding names chunked more than once");
+    if (h.count(http::field::content_length))
+      return json_error(400, "a request may not carry both Transfer-Encoding and Content-Length");
+  }
+  return std::nullopt;
+}
 
 }  // namespace
 
@@ -159,7 +240,16 @@ struct HttpServer::Impl {
   std::mutex mu;
   std::condition_variable cv;
   std::list<std::shared_ptr<Connection>> connections;
-  bool stopping = false;
+  std::map<std::string, size_t> per_address;  // open connections by client address
+  size_t pushed_out = 0;                      // connections cut to make room, not yet gone
+  std::atomic<bool> stopping{false};
+
+  // mu held. The serve thread sees its read end and answers for `why`.
+  static void cut(Connection& c, Cut why) {
+    int expected = kNotCut;
+    if (!c.cut.compare_exchange_strong(expected, why)) return;
+    ::shutdown(c.socket.native_handle(), SHUT_RD);  // wakes the blocked read
+  }
 
   void accept_loop() {
     for (;;) {
@@ -169,29 +259,51 @@ struct HttpServer::Impl {
       std::unique_lock<std::mutex> lock(mu);
       if (stopping) return;
       if (ec) continue;
-      if (connections.size() >= options.max_connections) {
+      const auto remote = socket.remote_endpoint(ec);
+      if (ec) continue;
+      const std::string address = remote.address().to_string();
+      if (per_address[address] >= options.max_connections_per_address) {
         lock.unlock();
-        refuse(std::move(socket));
+        refuse(std::move(socket), "this address has too many open connections (" +
+                                      std::to_string(options.max_connections_per_address) + "); try again");
         continue;
       }
-      auto conn = std::make_shared<Connection>(std::move(socket));
-      conn->reading_since = now_ms();
+      if (connections.size() - pushed_out >= options.max_connections) {
+        // Full: the connection that has waited longest for a request head
+        // makes room (an authenticated request is never pushed out).
+        Connection* oldest = nullptr;
+        for (auto& c : connections)
+          if (c->phase == kHead && c->cut == kNotCut && (!oldest || c->since < oldest->since)) oldest = c.get();
+        if (!oldest) {
+          lock.unlock();
+          refuse(std::move(socket), "the server has too many open connections (" +
+                                        std::to_string(options.max_connections) + "); try again");
+          continue;
+        }
+        cut(*oldest, kPushedOut);
+        ++pushed_out;
+      }
+      auto conn = std::make_shared<Connection>(std::move(socket), address);
+      conn->begin(kHead);
       connections.push_back(conn);
+      ++per_address[address];
       std::thread([this, conn] {
         serve(*conn);
         std::lock_guard<std::mutex> g(mu);
+        beast::error_code ignored;
+        conn->socket.close(ignored);  // under mu: cut() never meets a reused descriptor
+        if (conn->cut == kPushedOut) --pushed_out;
+        if (--per_address[conn->address] == 0) per_address.erase(conn->address);
         connections.remove(conn);
         cv.notify_all();
       }).detach();
     }
   }
 
-  void refuse(tcp::socket socket) {
+  void refuse(tcp::socket socket, const std::string& why) {
     http::response<http::string_body> res{http::status::service_unavailable, 11};
     res.set(http::field::content_type, "application/json");
-    res.body() = json_error(503, "the server has too many open connections (" +
-                                     std::to_string(options.max_connections) + "); try again")
-                     .body;
+    res.body() = json_error(503, why).body;
     res.keep_alive(false);
     res.prepare_payload();
     beast::error_code ec;
@@ -201,40 +313,65 @@ struct HttpServer::Impl {
 
   void reaper_loop() {
     std::unique_lock<std::mutex> lock(mu);
-    const int64_t limit = static_cast<int64_t>(options.read_timeout_s * 1000);
+    const int64_t head_limit = static_cast<int64_t>(options.head_timeout_s * 1000);
+    const int64_t body_limit = static_cast<int64_t>(options.read_timeout_s * 1000);
     while (!stopping) {
-      cv.wait_for(lock, std::chrono::milliseconds(250));
+      cv.wait_for(lock, std::chrono::milliseconds(100));
       const int64_t now = now_ms();
       for (auto& c : connections) {
-        const int64_t since = c->reading_since.load();
-        if (since >= 0 && now - since > limit) {
-          ::shutdown(c->socket.native_handle(), SHUT_RDWR);  // wakes the blocked read
-          c->reading_since = -1;
-        }
+        const int phase = c->phase;
+        if (phase == kHandler) continue;
+        if (now - c->since > (phase == kHead ? head_limit : body_limit)) cut(*c, kTimedOut);
       }
     }
+  }
+
+  // A read that failed: answer what the client can still be told.
+  void answer_read_error(Connection& c, const beast::error_code& ec, bool head,
+                         const http::request_parser<http::string_body>& parser) {
+    const int why = c.cut;
+    if (ec == http::error::end_of_stream) return;  // nothing of a request arrived: a quiet close
+    if (why == kTimedOut)
+      return send_plain(
+          c, json_error(408, std::string("the request's ") + (head ? "head" : "body") + " did not arrive within " +
+                                 std::to_string(head ? options.head_timeout_s : options.read_timeout_s) + " s"));
+    if (why == kPushedOut)
+      return send_plain(c, json_error(503, "the server is full and this connection had not sent its request head"));
+    if (why == kStopping) return send_plain(c, json_error(503, "the server is shutting down"));
+    if (ec == http::error::header_limit) return send_plain(c, json_error(431, "request headers too large"));
+    // Beast checks Content-Length against the body limit with the headers.
+    if (ec == http::error::body_limit)
+      return send_plain(c, json_error(413, "the request body has " +
+                                               (parser.is_header_done() && parser.content_length()
+                                                    ? std::to_string(*parser.content_length())
+                                                    : std::string("more")) +
+                                               " bytes; the limit is " + std::to_string(options.max_body_bytes)));
+    if (ec == http::error::partial_message)
+      return send_plain(c, json_error(400, std::string("the request ended before its ") + (head ? "head" : "body") +
+                                               " was complete"));
+    if (ec.category() == http::make_error_code(http::error::bad_method).category())
+      return send_plain(c, json_error(400, "malformed request: " + ec.message()));
+    // A socket error: nobody to answer.
   }
 
   void serve(Connection& c) {
     beast::flat_buffer buffer;
     beast::error_code ec;
-    for (;;) {
-      c.reading_since = now_ms();
+    while (!stopping) {
+      c.begin(kHead);
       http::request_parser<http::string_body> parser;
       parser.header_limit(static_cast<uint32_t>(options.max_header_bytes));
       parser.body_limit(options.max_body_bytes);
       http::read_header(c.socket, buffer, parser, ec);
       if (ec) {
-        if (ec == http::error::header_limit) send_plain(c, json_error(431, "request headers too large"));
-        // Beast checks Content-Length against the body limit with the headers.
-        if (ec == http::error::body_limit)
-          send_plain(
-              c, json_error(413, "the request body has " +
-                                     (parser.content_length() ? std::to_string(*parser.content_length()) : "too many") +
-                                     " bytes; the limit is " + std::to_string(options.max_body_bytes)));
+        answer_read_error(c, ec, true, parser);
         break;
       }
       const auto& h = parser.get();
+      if (auto bad = framing_error(h)) {
+        send_plain(c, *bad);
+        break;  // the body, if any, was not read: the connection cannot be reused
+      }
       HttpRequest req;
       req.method = std::string(h.method_string());
       const std::string target(h.target());
@@ -265,16 +402,27 @@ struct HttpServer::Impl {
         send_plain(c, *refusal);
         break;  // its body was not read: the connection cannot be reused
       }
-      if (!parser.is_done()) http::read(c.socket, buffer, parser, ec);
+      {
+        // Accepted: the body has its own deadline, and the connection is no
+        // longer one that a newcomer may push out.
+        std::lock_guard<std::mutex> g(mu);
+        if (c.cut != kNotCut) break;
+        c.begin(kBody);
+      }
+      if (!parser.is_done()) {
+        if (h.version() >= 11 && iequals(req.header("expect"), "100-continue")) {
+          asio::write(c.socket, asio::buffer(std::string("HTTP/1.1 100 Continue\r\n\r\n")), ec);
+          if (ec) break;
+        }
+        http::read(c.socket, buffer, parser, ec);
+      }
       if (ec) {
-        if (ec == http::error::body_limit)
-          send_plain(c, json_error(413, "the request body exceeds the limit of " +
-                                            std::to_string(options.max_body_bytes) + " bytes"));
+        answer_read_error(c, ec, false, parser);
         break;
       }
-      c.reading_since = -1;
+      c.begin(kHandler);
       req.body = std::move(parser.get().body());
-      Responder r(c, parser.get().keep_alive(), parser.get().version());
+      Responder r(c, parser.get().keep_alive(), parser.get().version(), stopping);
       try {
         handler(req, r);
       } catch (const std::exception& e) {
@@ -284,10 +432,9 @@ struct HttpServer::Impl {
       if (!r.keep_alive()) break;
     }
     c.socket.shutdown(tcp::socket::shutdown_both, ec);
-    c.socket.close(ec);
   }
 
-  void send_plain(Connection& c, const HttpResponse& r) { Responder(c, false, 11).send(r); }
+  void send_plain(Connection& c, const HttpResponse& r) { Responder(c, false, 11, stopping).send(r); }
 };
 
 HttpServer::HttpServer(HttpServerOptions options, Precheck precheck, Handler handler)
@@ -317,6 +464,8 @@ void HttpServer::start() {
   s.reaper_thread = std::thread([&s] { s.reaper_loop(); });
 }
 
+bool HttpServer::stopping() const { return impl_->stopping; }
+
 void HttpServer::stop() {
   Impl& s = *impl_;
   {
@@ -324,13 +473,18 @@ void HttpServer::stop() {
     if (s.stopping) return;
     s.stopping = true;
     if (s.acceptor.is_open()) ::shutdown(s.acceptor.native_handle(), SHUT_RDWR);  // wakes accept()
-    for (auto& c : s.connections) ::shutdown(c->socket.native_handle(), SHUT_RDWR);
+    // Connections waiting for (part of) a request end now; running handlers
+    // get the grace period to answer.
+    for (auto& c : s.connections)
+      if (c->phase != kHandler) Impl::cut(*c, kStopping);
     s.cv.notify_all();
   }
   if (s.accept_thread.joinable()) s.accept_thread.join();
   if (s.reaper_thread.joinable()) s.reaper_thread.join();
   std::unique_lock<std::mutex> lock(s.mu);
-  // Handlers that wait on the engine see their client gone and return.
+  s.cv.wait_for(lock, std::chrono::duration<double>(s.options.shutdown_grace_s), [&] { return s.connections.empty(); });
+  // Handlers still waiting see their client gone and return.
+  for (auto& c : s.connections) ::shutdown(c->socket.native_handle(), SHUT_RDWR);
   s.cv.wait(lock, [&] { return s.connections.empty(); });
   beast::error_code ec;
   s.acceptor.close(ec);

@@ -4,10 +4,12 @@
 #include <nnsight/error.hpp>
 
 #include "core/log.h"
+#include "front/remote/json_integer.h"
 #include "front/remote/model_config_json.h"
 #include "server/api_keys.h"
 #include "server/http_error.h"
 #include "server/http_server.h"
+#include "server/json_body.h"
 #include "server/openai_api.h"
 #include "server/replica_set.h"
 #include "server/tenant_limits.h"
@@ -28,14 +30,6 @@ HttpResponse json_ok(const json& j, int status = 200) {
 }
 
 bool starts_with(const std::string& s, const std::string& p) { return s.compare(0, p.size(), p) == 0; }
-
-json parse_json(const std::string& body) {
-  try {
-    return json::parse(body);
-  } catch (const json::exception& e) {
-    throw HttpError(400, std::string("the body is not JSON: ") + e.what());
-  }
-}
 
 }  // namespace
 
@@ -67,13 +61,19 @@ struct ModelServer::Impl {
       out.send(json_error(400, e.what()));
     } catch (const TraceError& e) {
       out.send(json_error(400, e.what()));
+    } catch (const json::exception& e) {  // a field of the client's JSON of the wrong type or shape
+      out.send(json_error(400, "malformed request: " + json_error_text(e)));
     }
   }
 
   void route(const HttpRequest& req, HttpResponder& out) {
     const std::string& p = req.path;
     const std::string tenant = keys.tenant(req.header("authorization")).value_or("");
-    if (p == "/health") return out.send(json_ok({{"status", "ok"}}));
+    if (p == "/health") {
+      require(req, "GET");
+      if (http->stopping()) throw HttpError(503, "the server is shutting down");
+      return out.send(json_ok({{"status", "ok"}}));
+    }
     if (p == "/v1/models") {
       require(req, "GET");
       return out.send(json_ok({{"object", "list"},
@@ -99,23 +99,27 @@ struct ModelServer::Impl {
     }
     if (p == "/v1/tokenize") {
       require(req, "POST");
-      const json b = parse_json(req.body);
-      const std::string text = b.value("prompt", std::string());
-      return out.send(json_ok({{"tokens", replicas->first().encode(text, b.value("add_special_tokens", true))}}));
+      const json b = parse_json_body(req.body);
+      if (!b.contains("prompt")) throw HttpError(400, "'prompt' is required");
+      const std::string text = string_field(b, "prompt", "");
+      return out.send(json_ok({{"tokens", replicas->first().encode(text, bool_field(b, "add_special_tokens", true))}}));
     }
     if (p == "/v1/detokenize") {
       require(req, "POST");
-      const json b = parse_json(req.body);
-      std::vector<int32_t> ids;
-      try {
-        ids = b.at("tokens").get<std::vector<int32_t>>();
-      } catch (const json::exception&) {
-        throw HttpError(400, "'tokens' must be a list of token ids");
-      }
+      const json b = parse_json_body(req.body);
+      if (!b.contains("tokens")) throw HttpError(400, "'tokens' is required: a list of token ids");
+      // Checked whole before narrowing: 4294967296 is not token 0.
       const int64_t vocab = replicas->model_config().vocab_size;
-      for (int32_t t : ids)
-        if (t < 0 || t >= vocab) throw HttpError(400, "token id " + std::to_string(t) + " is outside the vocabulary");
-      return out.send(json_ok({{"prompt", replicas->first().decode(ids, b.value("skip_special_tokens", false))}}));
+      const std::vector<int64_t> wide = remote::json_integers<int64_t>(b["tokens"], "tokens");
+      std::vector<int32_t> ids;
+      for (size_t i = 0; i < wide.size(); ++i) {
+        if (wide[i] < 0 || wide[i] >= vocab)
+          throw HttpError(400, "tokens[" + std::to_string(i) + "]: token id " + std::to_string(wide[i]) +
+                                   " is outside the vocabulary [0, " + std::to_string(vocab) + ")");
+        ids.push_back(static_cast<int32_t>(wide[i]));
+      }
+      return out.send(
+          json_ok({{"prompt", replicas->first().decode(ids, bool_field(b, "skip_special_tokens", false))}}));
     }
     if (p == "/v1/completions") {
       require(req, "POST");
@@ -128,7 +132,7 @@ struct ModelServer::Impl {
     if (p == "/v1/traces" && req.method == "GET") return out.send(json_ok(traces->list(tenant)));
     if (p == "/v1/traces") {
       require(req, "POST");
-      const std::string id = traces->submit(tenant, parse_json(req.body));
+      const std::string id = traces->submit(tenant, parse_json_body(req.body));
       if (wants_wait(req)) return send_saves(tenant, id, out);
       return out.send(json_ok(traces->status(tenant, id), 202));
     }
@@ -185,7 +189,10 @@ ModelServer::ModelServer(ServeOptions options) : impl_(std::make_unique<Impl>())
   h.port = s.options.port;
   h.max_body_bytes = s.options.max_body_bytes;
   h.max_connections = s.options.max_connections;
+  h.max_connections_per_address = s.options.max_connections_per_address;
+  h.head_timeout_s = s.options.head_timeout_s;
   h.read_timeout_s = s.options.read_timeout_s;
+  h.shutdown_grace_s = s.options.shutdown_grace_s;
   s.http = std::make_unique<HttpServer>(
       h, [&s](const HttpRequest& r) { return s.precheck(r); },
       [&s](const HttpRequest& r, HttpResponder& out) { s.handle(r, out); });
@@ -198,6 +205,10 @@ int ModelServer::port() const { return impl_->http->port(); }
 
 void ModelServer::stop() {
   if (!impl_->http) return;
+  // Running requests end with an error answer (a stream with an error event
+  // and [DONE]) before the connections close.
+  impl_->openai->shut_down();
+  impl_->traces->shut_down();
   impl_->http->stop();
   impl_->traces.reset();
   impl_->openai.reset();

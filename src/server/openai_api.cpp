@@ -9,9 +9,12 @@
 #include <nnsight/error.hpp>
 
 #include "core/tokenizer/chat_template.h"
+#include "front/remote/json_integer.h"
 #include "front/remote/sampling_params_json.h"
+#include "runner/engine/engine_failure.h"
 #include "runner/engine/async_engine.h"
 #include "server/http_error.h"
+#include "server/json_body.h"
 #include "server/random_id.h"
 
 namespace nnsight::server {
@@ -36,14 +39,27 @@ const char* finish_name(FinishReason r) {
   }
 }
 
-json parse_body(const HttpRequest& req) {
-  try {
-    json j = json::parse(req.body);
-    if (!j.is_object()) throw HttpError(400, "the body must be a JSON object");
-    return j;
-  } catch (const json::exception& e) {
-    throw HttpError(400, std::string("the body is not JSON: ") + e.what());
-  }
+json parse_body(const HttpRequest& req) { return parse_json_body(req.body); }
+
+bool include_usage(const json& body) {
+  auto it = body.find("stream_options");
+  if (it == body.end() || it->is_null()) return false;
+  if (!it->is_object()) throw HttpError(400, "'stream_options' must be an object");
+  return bool_field(*it, "include_usage", false);
+}
+
+// The HTTP status of a request the engine refused or failed: what the
+// client asked for that can never run (a prompt longer than max_model_len)
+// is a 400; the engine failing under it (a worker died) is the server's.
+int status_of(const std::exception& e) { return dynamic_cast<const ConfigError*>(&e) ? 400 : 500; }
+
+std::string error_event(const std::string& message, int code) {
+  return "data: " +
+         dump({{"error",
+                {{"message", message},
+                 {"type", code >= 500 ? "server_error" : "invalid_request_error"},
+                 {"code", code}}}}) +
+         "\n\n";
 }
 
 // Splits the OpenAI fields the engine implements into SamplingParams; refuses
@@ -104,6 +120,8 @@ OpenAiApi::OpenAiApi(ReplicaSet& replicas, TenantLimits& limits, const ServeOpti
       limits_(limits),
       model_name_(options.served_model_name.empty() ? options.engine.model() : options.served_model_name) {}
 
+void OpenAiApi::shut_down() { stopping_ = true; }
+
 void OpenAiApi::completions(const std::string& tenant, const HttpRequest& req, HttpResponder& out) {
   const json body = parse_body(req);
   if (body.contains("model") && body["model"] != model_name_)
@@ -112,29 +130,44 @@ void OpenAiApi::completions(const std::string& tenant, const HttpRequest& req, H
   if (!body.contains("prompt")) throw HttpError(400, "'prompt' is required");
   std::vector<Prompt> prompts;
   const json& p = body["prompt"];
-  try {
-    if (p.is_string()) {
-      prompts.push_back({p.get<std::string>(), {}});
-    } else if (p.is_array() && !p.empty() && p[0].is_number_integer()) {
-      prompts.push_back({"", p.get<std::vector<int32_t>>()});
-    } else if (p.is_array() && !p.empty()) {
-      for (const auto& e : p) {
-        if (e.is_string())
-          prompts.push_back({e.get<std::string>(), {}});
-        else
-          prompts.push_back({"", e.get<std::vector<int32_t>>()});
+  const int64_t vocab = replicas_.model_config().vocab_size;
+  // Token ids are checked whole before they are narrowed: 4294967297 is not token 1.
+  auto token_ids = [&](const json& list, const std::string& field) {
+    std::vector<int32_t> ids;
+    try {
+      for (int64_t t : remote::json_integers<int64_t>(list, field)) {
+        if (t < 0 || t >= vocab)
+          throw HttpError(400, field + "[" + std::to_string(ids.size()) + "]: token id " + std::to_string(t) +
+                                   " is outside the vocabulary [0, " + std::to_string(vocab) + ")");
+        ids.push_back(static_cast<int32_t>(t));
       }
+    } catch (const ConfigError& e) {
+      throw HttpError(400, e.what());
     }
-  } catch (const json::exception&) {
+    return ids;
+  };
+  if (p.is_string()) {
+    prompts.push_back({p.get<std::string>(), {}});
+  } else if (p.is_array() && !p.empty() && p[0].is_number()) {
+    prompts.push_back({"", token_ids(p, "prompt")});
+  } else if (p.is_array() && !p.empty()) {
+    for (size_t i = 0; i < p.size(); ++i) {
+      if (p[i].is_string())
+        prompts.push_back({p[i].get<std::string>(), {}});
+      else if (p[i].is_array())
+        prompts.push_back({"", token_ids(p[i], "prompt[" + std::to_string(i) + "]")});
+      else
+        throw HttpError(400, "'prompt' must be a string, a list of strings, a list of token ids or a list of those");
+    }
+  } else if (!p.is_array()) {
     throw HttpError(400, "'prompt' must be a string, a list of strings, a list of token ids or a list of those");
   }
   if (prompts.empty() || prompts.size() > 256) throw HttpError(400, "'prompt' must hold 1 to 256 prompts");
   for (const auto& q : prompts)
     if (q.text.empty() && q.ids.empty()) throw HttpError(400, "'prompt' holds an empty prompt");
   SamplingParams params = sampling_from(body, {"prompt"}, false);
-  const bool stream = body.value("stream", false);
-  const bool usage = body.contains("stream_options") && body["stream_options"].is_object() &&
-                     body["stream_options"].value("include_usage", false);
+  const bool stream = bool_field(body, "stream", false);
+  const bool usage = include_usage(body);
   run(tenant, Kind::kCompletion, prompts, params, stream, usage, out);
 }
 
@@ -179,9 +212,8 @@ void OpenAiApi::chat_completions(const std::string& tenant, const HttpRequest& r
     throw HttpError(400, e.what());
   }
   SamplingParams params = sampling_from(body, {"messages"}, true);
-  const bool stream = body.value("stream", false);
-  const bool usage = body.contains("stream_options") && body["stream_options"].is_object() &&
-                     body["stream_options"].value("include_usage", false);
+  const bool stream = bool_field(body, "stream", false);
+  const bool usage = include_usage(body);
   // The template already holds the special tokens (BOS and the turn markers).
   std::vector<Prompt> prompts{{"", tok->encode(text, false)}};
   if (prompts[0].ids.empty()) throw HttpError(400, "the chat template rendered an empty prompt");
@@ -253,24 +285,39 @@ void OpenAiApi::run(const std::string& tenant, Kind kind, const std::vector<Prom
     return {{"tokens", tokens}, {"token_logprobs", lps}, {"top_logprobs", tops}};
   };
 
+  const std::string stopping_message = "the server is shutting down; the request was cancelled";
+  auto stopping = [&] { return stopping_ || out.server_stopping(); };
+  // A request the engine refused (its exception) or that failed: the answer.
+  auto failure = [&](const LLM::Handle& h) -> std::optional<HttpError> {
+    if (h.result.wait_for(std::chrono::seconds(0)) != std::future_status::ready) return std::nullopt;
+    try {
+      const RequestOutput& o = h.result.get();
+      if (o.finish_reason != FinishReason::kError) return std::nullopt;
+      // No intervention runs here: an error is the engine's.
+      return HttpError(runner::is_engine_failure(o.error) ? 503 : 500, o.error);
+    } catch (const std::exception& e) {
+      return HttpError(status_of(e), e.what());
+    }
+  };
+
   if (!stream) {
     std::vector<RequestOutput> finals;
     for (const auto& h : handles) {
-      while (h.result.wait_for(std::chrono::milliseconds(50)) != std::future_status::ready)
+      while (h.result.wait_for(std::chrono::milliseconds(50)) != std::future_status::ready) {
+        if (stopping()) {
+          abort_all();
+          throw HttpError(503, stopping_message);
+        }
         if (out.client_gone()) {
           abort_all();
           return;  // nobody to answer
         }
-      try {
-        finals.push_back(h.result.get());
-      } catch (const std::exception& e) {
-        abort_all();
-        throw HttpError(500, e.what());
       }
-      if (!finals.back().error.empty()) {
+      if (auto e = failure(h)) {
         abort_all();
-        throw HttpError(500, finals.back().error);
+        throw *e;
       }
+      finals.push_back(h.result.get());
     }
     json choices = json::array();
     for (size_t i = 0; i < finals.size(); ++i) {
@@ -293,7 +340,30 @@ void OpenAiApi::run(const std::string& tenant, Kind kind, const std::vector<Prom
     return;
   }
 
-  // Server-sent events: one chunk per update with the new text.
+  // Server-sent events: one chunk per update with the new text. The status
+  // goes out with the first update, so a request the engine refuses (a
+  // prompt longer than max_model_len) still gets its 4xx.
+  for (;;) {
+    {
+      std::unique_lock<std::mutex> lock(stream_state->mu);
+      if (stream_state->cv.wait_for(lock, std::chrono::milliseconds(50),
+                                    [&] { return !stream_state->updates.empty(); }))
+        break;
+    }
+    for (const auto& h : handles)
+      if (auto e = failure(h)) {
+        abort_all();
+        throw *e;
+      }
+    if (stopping()) {
+      abort_all();
+      throw HttpError(503, stopping_message);
+    }
+    if (out.client_gone()) {
+      abort_all();
+      return;
+    }
+  }
   if (!out.start_stream(200, "text/event-stream")) {
     abort_all();
     return;
@@ -323,14 +393,28 @@ void OpenAiApi::run(const std::string& tenant, Kind kind, const std::vector<Prom
       stream_state->cv.wait_for(lock, std::chrono::milliseconds(50), [&] { return !stream_state->updates.empty(); });
       batch.swap(stream_state->updates);
     }
-    if (batch.empty() && out.client_gone()) {
-      abort_all();
-      return;
+    if (batch.empty()) {
+      // A request the engine refused after the stream began, or a shutdown:
+      // an error event, then the end of the stream.
+      std::optional<HttpError> e;
+      for (size_t i = 0; i < handles.size() && !e; ++i) e = failure(handles[i]);
+      if (!e && stopping()) e = HttpError(503, stopping_message);
+      if (e) {
+        abort_all();
+        out.write(error_event(e->what(), e->status()));
+        out.write("data: [DONE]\n\n");
+        return;
+      }
+      if (out.client_gone()) {
+        abort_all();
+        return;
+      }
     }
     for (auto& o : batch) {
       const size_t i = o.request_id;
       if (o.finish_reason == FinishReason::kError) {
-        out.write("data: " + dump({{"error", {{"message", o.error}, {"type", "server_error"}}}}) + "\n\n");
+        out.write(error_event(o.error, runner::is_engine_failure(o.error) ? 503 : 500));
+        out.write("data: [DONE]\n\n");
         abort_all();
         return;
       }

@@ -6,6 +6,7 @@
 // must not get silently different sampling).
 #pragma once
 
+#include <atomic>
 #include <string>
 
 #include "server/http_server.h"
@@ -21,6 +22,9 @@ class OpenAiApi {
 
   void completions(const std::string& tenant, const HttpRequest& req, HttpResponder& out);
   void chat_completions(const std::string& tenant, const HttpRequest& req, HttpResponder& out);
+  // Running requests end now with an error answer (503; a stream with an
+  // error event and [DONE]); the server is stopping.
+  void shut_down();
 
  private:
   struct Prompt {
@@ -34,6 +38,7 @@ class OpenAiApi {
   ReplicaSet& replicas_;
   TenantLimits& limits_;
   std::string model_name_;
+  std::atomic<bool> stopping_{false};
 };
 
 }  // namespace nnsight::server

@@ -29,11 +29,14 @@ struct ServeOptions {
   // separated by ';'); "" = each replica starts its own (or runs in process).
   std::string replica_worker_addresses;
   TenantLimitOptions limits;
-  size_t max_body_bytes = 64 << 20;        // request bodies (beyond: 413 before the body is read)
-  size_t max_connections = 512;            // open connections (beyond: 503)
-  double read_timeout_s = 30;              // a request must arrive within this
-  double retention_s = 3600;               // saves of a finished trace are kept this long unless fetched
-  int64_t max_retained_bytes = 1ll << 30;  // all kept saves (beyond: the oldest are dropped)
+  size_t max_body_bytes = 64 << 20;         // request bodies (beyond: 413 before the body is read)
+  size_t max_connections = 512;             // open connections (beyond: one waiting for its head makes room, else 503)
+  size_t max_connections_per_address = 64;  // open connections from one client address (beyond: 503)
+  double head_timeout_s = 10;               // a request's head must arrive within this (else 408)
+  double read_timeout_s = 30;               // a request's body must arrive within this (else 408)
+  double shutdown_grace_s = 10;             // on stop, running requests get this long to send their error answer
+  double retention_s = 3600;                // saves of a finished trace are kept this long unless fetched
+  int64_t max_retained_bytes = 1ll << 30;   // all kept saves (beyond: the oldest are dropped)
 };
 
 }  // namespace nnsight::server

@@ -4,11 +4,13 @@
 
 #include "dsl/errors.h"
 #include "front/remote/base64.h"
+#include "front/remote/json_integer.h"
 #include "front/remote/sampling_params_json.h"
 #include "front/tracing/graph_file.h"
 #include "front/tracing/graph_trace.h"
 #include "front/tracing/recorded_trace.h"
 #include "server/http_error.h"
+#include "server/json_body.h"
 
 namespace nnsight::server {
 namespace {
@@ -29,7 +31,7 @@ std::string node_per_line(const nlohmann::json& g) {
 
 void take_prompt(const nlohmann::json& j, const std::string& where, runner::RequestInput& in) {
   if (j.contains("prompt_token_ids")) {
-    in.prompt_token_ids = j["prompt_token_ids"].get<std::vector<int32_t>>();
+    in.prompt_token_ids = remote::json_integers<int32_t>(j["prompt_token_ids"], where + ".prompt_token_ids", 0);
     if (in.prompt_token_ids.empty()) throw HttpError(400, where + ".prompt_token_ids is empty");
   } else if (j.contains("prompt")) {
     in.prompt = j["prompt"].get<std::string>();
@@ -61,7 +63,9 @@ TraceRequest parse(const nlohmann::json& body, const runner::ModelStructure& str
       take_prompt(inv, where, in);
       in.params =
           remote::sampling_params_from_json(inv.value("sampling_params", nlohmann::json()), where + ".sampling_params");
-      in.params.invoke_index(inv.value("invoke_index", static_cast<int32_t>(i)));
+      in.params.invoke_index(inv.contains("invoke_index")
+                                 ? remote::json_integer<int32_t>(inv["invoke_index"], where + ".invoke_index", 0)
+                                 : static_cast<int32_t>(i));
       in.params.payload(remote::base64_decode(inv.value("payload", std::string()), where + ".payload"));
       out.prompts.push_back(in.prompt);
       out.prompt_of.push_back(i);
@@ -74,9 +78,11 @@ TraceRequest parse(const nlohmann::json& body, const runner::ModelStructure& str
 
   std::vector<runner::RequestInput> prompts;
   if (body.contains("prompt_token_ids")) {
+    if (!body["prompt_token_ids"].is_array()) throw HttpError(400, "\"prompt_token_ids\" must be a list of lists");
     for (const auto& ids : body["prompt_token_ids"]) {
       runner::RequestInput in;
-      in.prompt_token_ids = ids.get<std::vector<int32_t>>();
+      in.prompt_token_ids =
+          remote::json_integers<int32_t>(ids, "prompt_token_ids[" + std::to_string(prompts.size()) + "]", 0);
       if (in.prompt_token_ids.empty())
         throw HttpError(400, "prompt_token_ids[" + std::to_string(prompts.size()) + "] is empty");
       prompts.push_back(std::move(in));
@@ -124,7 +130,7 @@ TraceRequest parse_trace_request(const nlohmann::json& body, const runner::Model
   } catch (const HttpError&) {
     throw;
   } catch (const nlohmann::json::exception& e) {
-    throw HttpError(400, std::string("malformed trace request: ") + e.what());
+    throw HttpError(400, "malformed trace request: " + json_error_text(e));
   } catch (const std::exception& e) {  // TraceError, ConfigError, dsl::DecodeError: the checks' own messages
     throw HttpError(400, e.what());
   }

@@ -9,7 +9,9 @@
 #include "core/log.h"
 #include "front/tracing/collect_trace_result.h"
 #include "front/tracing/graph_trace.h"
+#include "front/tracing/trace_payload.h"
 #include "front/tracing/trace_result_file.h"
+#include "runner/engine/engine_failure.h"
 #include "server/http_error.h"
 #include "server/random_id.h"
 #include "server/trace_request.h"
@@ -56,6 +58,18 @@ TraceService::~TraceService() {
   watchdog_thread_.join();
 }
 
+void TraceService::shut_down() {
+  std::vector<std::pair<std::string, std::string>> live;  // tenant, id
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    shutting_down_ = true;
+    for (const auto& [id, t] : traces_)
+      if (t->state == State::kQueued || t->state == State::kRunning) live.emplace_back(t->tenant, id);
+  }
+  for (const auto& [tenant, id] : live) cancel(tenant, id);
+  changed_.notify_all();
+}
+
 std::shared_ptr<TraceService::Trace> TraceService::find(const std::string& tenant, const std::string& id) const {
   auto it = traces_.find(id);
   if (it == traces_.end() || it->second->tenant != tenant) throw HttpError(404, "no trace '" + id + "' for this key");
@@ -67,7 +81,16 @@ std::string TraceService::submit(const std::string& tenant, const nlohmann::json
       body["model"].get<std::string>() != options_.served_model_name)
     throw HttpError(
         404, "this server serves '" + options_.served_model_name + "', not '" + body["model"].get<std::string>() + "'");
+  if (shutting_down_) throw HttpError(503, "the server is shutting down");
   TraceRequest req = parse_trace_request(body, replicas_.structure(), graph_limits_, tracing::next_trace_id());
+  // The workers count the saves as they are made: the save that crosses the
+  // limit fails the trace at its step (the payload carries the limit).
+  for (auto& r : req.requests) {
+    if (r.params.payload().empty()) continue;
+    tracing::TracePayload payload = tracing::decode_payload(r.params.payload(), graph_limits_);
+    payload.max_saved_bytes = static_cast<uint64_t>(limits_.options().max_saved_bytes);
+    r.params.payload(tracing::encode_payload(payload));
+  }
   if (limits_.options().max_tokens_per_minute > 0) {
     // Counting needs the prompts' tokens: the engine gets them too, so it
     // does not tokenize again.
@@ -183,6 +206,16 @@ void TraceService::complete(Completion c) {
   std::vector<std::string> texts;
   try {
     if (c.error) std::rethrow_exception(c.error);
+    // Why a request failed decides the status: the engine failing under it
+    // is the server's (503); a save over the limit is 413; the rest (an
+    // intervention's error) is the client's trace (422).
+    for (const auto& o : c.outputs) {
+      if (o.finish_reason != FinishReason::kError) continue;
+      error_status = runner::is_engine_failure(o.error)                         ? 503
+                     : o.error.find("saved bytes limit: ") != std::string::npos ? 413
+                                                                                : 422;
+      throw Error(o.error);
+    }
     // Outputs in prompt order (an invoke's requests are contiguous).
     std::vector<RequestOutput> outputs(c.outputs.size());
     for (size_t r = 0; r < c.outputs.size(); ++r)
@@ -197,9 +230,13 @@ void TraceService::complete(Completion c) {
               std::to_string(limits_.options().max_saved_bytes);
       saves.clear();
     }
+  } catch (const ConfigError& e) {  // refused by the engine: a prompt it can never run, a token id it lacks
+    state = State::kFailed;
+    error_status = 400;
+    error = e.what();
   } catch (const std::exception& e) {
     state = State::kFailed;
-    error_status = 422;
+    if (error_status == 0) error_status = 422;
     error = e.what();
   }
   // The key's place is free before anyone can see the trace ended (a client
@@ -219,8 +256,8 @@ void TraceService::complete(Completion c) {
       saves.clear();
     } else if (t->cancel_requested) {
       state = State::kCancelled;
-      error_status = 499;
-      error = "the trace was cancelled";
+      error_status = shutting_down_ ? 503 : 410;
+      error = shutting_down_ ? "the server is shutting down; the trace was cancelled" : "the trace was cancelled";
       saves.clear();
     }
     t->state = state;
@@ -294,11 +331,11 @@ std::string TraceService::saves(const std::string& tenant, const std::string& id
                              std::to_string(t->step) + "); ask again, or add ?wait=1");
   while (!ended()) {
     changed_.wait_for(lock, std::chrono::milliseconds(50));
-    if (stop_) throw HttpError(503, "the server is stopping");
+    if (stop_) throw HttpError(503, "the server is shutting down");
     if (!ended() && client_gone && client_gone()) {
       lock.unlock();
       cancel(tenant, id);
-      throw HttpError(499, "the client went away; trace '" + id + "' was cancelled");
+      throw HttpError(410, "the client went away; trace '" + id + "' was cancelled");
     }
   }
   if (t->state != State::kDone) throw HttpError(t->error_status, t->error);
@@ -326,8 +363,9 @@ void TraceService::cancel(const std::string& tenant, const std::string& id) {
   if (limits_.remove_queued(tenant, id)) {
     std::lock_guard<std::mutex> lock(mu_);
     t->state = State::kCancelled;
-    t->error = "the trace was cancelled before it started";
-    t->error_status = 499;
+    t->error = shutting_down_ ? "the server is shutting down; the trace was cancelled before it started"
+                              : "the trace was cancelled before it started";
+    t->error_status = shutting_down_ ? 503 : 410;
     t->finished = std::chrono::steady_clock::now();  // its record is kept for the retention time from now
     changed_.notify_all();
   } else {

@@ -7,6 +7,7 @@
 // other keys get 404, as for an id that does not exist.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -43,13 +44,18 @@ class TraceService {
   // `wait`, blocks until the trace ends, polling `client_gone` every 50 ms
   // (a client that left cancels the trace). HttpError: 404 unknown, 409 not
   // finished (without wait), 410 released or dropped, 413 saves over the
-  // limit, 422 the trace failed (its error), 499 cancelled.
+  // limit, 422 the trace failed (its error), 400 the engine refused it (a
+  // prompt it can never run), 503 the engine failed under it or the server is
+  // shutting down, 410 cancelled.
   std::string saves(const std::string& tenant, const std::string& id, bool wait,
                     const std::function<bool()>& client_gone);
   // The key's traces, newest first: {"object": "list", "data": [status...]}.
   nlohmann::json list(const std::string& tenant) const;
   // Cancels a queued or running trace; HttpError 404.
   void cancel(const std::string& tenant, const std::string& id);
+  // The server is stopping: every queued and running trace is cancelled, its
+  // waiters answered 503, and new traces refused (503).
+  void shut_down();
 
  private:
   enum class State { kQueued, kRunning, kDone, kFailed, kCancelled };
@@ -100,6 +106,7 @@ class TraceService {
   std::deque<Completion> completions_;
   std::condition_variable completions_cv_;
   bool stop_ = false;
+  std::atomic<bool> shutting_down_{false};
   std::thread completion_thread_, watchdog_thread_;
 };
 

@@ -274,8 +274,9 @@ TEST(RealModelServer, LimitsOnSavesWallTimeAndQueue) {
   ok_json(call("DELETE", "/v1/traces/" + ids[3]));
   ok_json(call("DELETE", "/v1/traces/" + ids[2]));
   ok_json(call("DELETE", "/v1/traces/" + ids[1]));
-  EXPECT_EQ(call("GET", "/v1/traces/" + ids[3] + "/saves?wait=1").status, 499);
-  EXPECT_EQ(call("GET", "/v1/traces/" + ids[1] + "/saves?wait=1").status, 499);
+  // A cancelled trace's saves are gone for good: 410, a standard code (not nginx's 499).
+  EXPECT_EQ(call("GET", "/v1/traces/" + ids[3] + "/saves?wait=1").status, 410);
+  EXPECT_EQ(call("GET", "/v1/traces/" + ids[1] + "/saves?wait=1").status, 410);
   remote::HttpResult timed = call("GET", "/v1/traces/" + ids[0] + "/saves?wait=1");
   EXPECT_EQ(timed.status, 422);
   EXPECT_NE(timed.body.find("wall time limit"), std::string::npos) << timed.body;
@@ -309,6 +310,194 @@ TEST(RealModelServer, ClientThatLeavesCancelsItsTrace) {
   }
   EXPECT_EQ(newest["state"], "cancelled") << newest.dump();
   EXPECT_LT(newest["step"].get<int64_t>(), 4000);
+}
+
+int shared_port() { return std::stoi(shared().url.substr(shared().url.rfind(':') + 1)); }
+
+// Sends `text` on a new connection and reads until the server closes it;
+// with `half_close`, shuts the sending side first (shutdown(SHUT_WR)).
+std::string raw_exchange(int port, const std::string& text, bool half_close = false) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  timeval tv{120, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  ::send(fd, text.data(), text.size(), MSG_NOSIGNAL);
+  if (half_close) ::shutdown(fd, SHUT_WR);
+  std::string out;
+  char buf[4096];
+  ssize_t n;
+  while ((n = ::recv(fd, buf, sizeof buf, 0)) > 0) out.append(buf, static_cast<size_t>(n));
+  ::close(fd);
+  return out;
+}
+
+std::string post_request(const std::string& target, const std::string& body, const std::string& auth) {
+  return "POST " + target + " HTTP/1.1\r\nHost: x\r\nAuthorization: " + auth +
+         "\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: " + std::to_string(body.size()) +
+         "\r\n\r\n" + body;
+}
+
+// The status of the last response in `out` (after any interim 1xx).
+int final_status(const std::string& out) {
+  size_t at = 0, last = std::string::npos;
+  while ((at = out.find("HTTP/1.1 ", at)) != std::string::npos) last = at++;
+  return last == std::string::npos ? 0 : std::stoi(out.substr(last + 9, 3));
+}
+
+// A client's mistake is a 4xx in the documented shape, with no JSON-library text.
+void expect_client_error(const remote::HttpResult& r, int status, const std::string& words) {
+  EXPECT_EQ(r.status, status) << r.body;
+  json j = json::parse(r.body, nullptr, false);
+  ASSERT_TRUE(j.is_object()) << r.body;
+  EXPECT_EQ(j["error"]["code"], status) << r.body;
+  EXPECT_EQ(j["error"]["type"], "invalid_request_error") << r.body;
+  EXPECT_NE(j["error"]["message"].get<std::string>().find(words), std::string::npos) << r.body;
+  EXPECT_EQ(r.body.find("json.exception"), std::string::npos) << r.body;
+}
+
+TEST(RealModelServer, TokenIdsAreRangeCheckedBeforeNarrowing) {
+  // 4294967297 is 2^32 + 1: narrowed to 32 bits it would be token 1.
+  for (const char* ids : {"[4294967297]", "[4294967296]", "[-4294967296]", "[49152]", "[-1]"}) {
+    remote::HttpResult r =
+        call("POST", "/v1/completions", {{"prompt", json::parse(ids)}, {"max_tokens", 1}, {"temperature", 0}});
+    expect_client_error(r, 400, "prompt[0]");
+    r = call("POST", "/v1/completions", {{"prompt", {json::parse(ids)}}, {"max_tokens", 1}});
+    expect_client_error(r, 400, "prompt[0][0]");
+    expect_client_error(call("POST", "/v1/detokenize", {{"tokens", json::parse(ids)}}), 400, "tokens[0]");
+  }
+  expect_client_error(call("POST", "/v1/traces",
+                           {{"prompt_token_ids", {json::parse("[4294967297]")}},
+                            {"graphs", {{{"nodes", {{{"kind", "get"}, {"key", "logits"}}}}}}}}),
+                      400, "prompt_token_ids[0][0]");
+  expect_client_error(call("POST", "/v1/traces",
+                           {{"invokes", {{{"prompt_token_ids", json::parse("[4294967297]")}, {"payload", "AAAA"}}}}}),
+                      400, "invokes[0].prompt_token_ids[0]");
+  expect_client_error(
+      call("POST", "/v1/completions", {{"prompt", "x"}, {"stop_token_ids", json::parse("[4294967298]")}}), 400,
+      "stop_token_ids[0]");
+  // In range, the same ids still work.
+  json ok = ok_json(call("POST", "/v1/detokenize", {{"tokens", {1}}}));
+  EXPECT_TRUE(ok["prompt"].is_string());
+}
+
+TEST(RealModelServer, ClientMistakesAre4xxWithTheDocumentedShape) {
+  expect_client_error(call("POST", "/v1/completions", {{"prompt", "x"}, {"stream", "yes"}}), 400, "'stream'");
+  expect_client_error(call("POST", "/v1/completions", {{"prompt", "x"}, {"stream_options", {{"include_usage", 1}}}}),
+                      400, "include_usage");
+  expect_client_error(call("POST", "/v1/tokenize", {{"prompt", 5}}), 400, "'prompt'");
+  expect_client_error(call("POST", "/v1/tokenize", {{"prompt", "x"}, {"add_special_tokens", "no"}}), 400,
+                      "add_special_tokens");
+  expect_client_error(call("POST", "/v1/detokenize", {{"tokens", "abc"}}), 400, "tokens");
+  // max_tokens: an integer that fits, not 2.5 read as 2 nor 2^63 read as negative.
+  expect_client_error(call("POST", "/v1/completions", {{"prompt", "x"}, {"max_tokens", 2.5}}), 400, "max_tokens");
+  expect_client_error(
+      call("POST", "/v1/completions", {{"prompt", "x"}, {"max_tokens", json::parse("9223372036854775808")}}), 400,
+      "max_tokens");
+  expect_client_error(call("POST", "/v1/completions", {{"prompt", "x"}, {"seed", -1}}), 400, "seed");
+  // A prompt longer than the model can ever run: whole, streamed, traced.
+  const json too_long = std::vector<int>(20000, 1);
+  expect_client_error(call("POST", "/v1/completions", {{"prompt", too_long}, {"max_tokens", 1}}), 400, "prompt of");
+  expect_client_error(call("POST", "/v1/completions", {{"prompt", too_long}, {"max_tokens", 1}, {"stream", true}}), 400,
+                      "prompt of");
+  json logits = {{"nodes", {{{"kind", "get"}, {"key", "logits"}}, {{"kind", "save"}, {"name", "l"}, {"args", {0}}}}}};
+  expect_client_error(call("POST", "/v1/traces?wait=1", {{"prompt_token_ids", {too_long}}, {"graphs", {logits}}}), 400,
+                      "prompt of");
+  // Methods: an unknown one is 501, a known one on the wrong path 405.
+  const int port = shared_port();
+  EXPECT_EQ(final_status(raw_exchange(port, "BREW /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")), 501);
+  EXPECT_EQ(final_status(raw_exchange(port, "PUT /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")), 405);
+}
+
+TEST(RealModelServer, AuthorizationSchemeIsCaseInsensitiveAndSingle) {
+  const int port = shared_port();
+  const std::string body = json{{"prompt", kEiffel}, {"max_tokens", 1}, {"temperature", 0}}.dump();
+  for (const std::string scheme : {"bearer ", "BEARER ", "Bearer  "}) {
+    const std::string out = raw_exchange(port, post_request("/v1/completions", body, scheme + kAlice));
+    EXPECT_EQ(final_status(out), 200) << out;
+  }
+  // Two Authorization headers: refused, not the last one wins.
+  const std::string two = "POST /v1/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + std::string(kBob) +
+                          "\r\nAuthorization: Bearer " + std::string(kAlice) +
+                          "\r\nConnection: close\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+  EXPECT_EQ(final_status(raw_exchange(port, two)), 400);
+}
+
+TEST(RealModelServer, HalfClosedClientsGetTheirAnswer) {
+  const int port = shared_port();
+  const std::string body = json{{"prompt", kEiffel}, {"max_tokens", 30}, {"temperature", 0}}.dump();
+  for (int i = 0; i < 3; ++i) {
+    const std::string out = raw_exchange(port, post_request("/v1/completions", body, std::string("Bearer ") + kAlice),
+                                         /*half_close=*/true);
+    EXPECT_EQ(final_status(out), 200) << out;
+    EXPECT_NE(out.find("\"text_completion\""), std::string::npos) << out;
+  }
+  // A trace waited on, the same.
+  json logits = {{"nodes", {{{"kind", "get"}, {"key", "logits"}}, {{"kind", "save"}, {"name", "l"}, {"args", {0}}}}}};
+  const std::string trace =
+      json{{"prompts", {kEiffel}}, {"graphs", {logits}}, {"sampling_params", {{"max_tokens", 5}}}}.dump();
+  const std::string out =
+      raw_exchange(port, post_request("/v1/traces?wait=1", trace, std::string("Bearer ") + kAlice), true);
+  EXPECT_EQ(final_status(out), 200) << out.substr(0, 400);
+}
+
+TEST(RealModelServer, SavesAreCountedAsTheyAreMade) {
+  // Logits (49152 floats, 192 KiB) appended at every step, against 4 MiB:
+  // the trace fails at the step that crosses the limit, not after 1500 steps.
+  json nodes = {{{"kind", "iter"}, {"start", 0}, {"stop", "all"}},
+                {{"kind", "get"}, {"key", "logits"}, {"step", {{"iter", 0}}}},
+                {{"kind", "save"}, {"name", "l"}, {"args", {1}}, {"mode", "append"}},
+                {{"kind", "end"}}};
+  remote::HttpResult posted = call("POST", "/v1/traces",
+                                   {{"prompts", {"Once upon a time"}},
+                                    {"graphs", {{{"nodes", nodes}}}},
+                                    {"sampling_params", {{"max_tokens", 1500}, {"ignore_eos", true}}}});
+  ASSERT_EQ(posted.status, 202) << posted.body;
+  const std::string id = json::parse(posted.body)["id"];
+  remote::HttpResult saves = call("GET", "/v1/traces/" + id + "/saves?wait=1");
+  EXPECT_EQ(saves.status, 413) << saves.body;
+  EXPECT_NE(saves.body.find("saved bytes limit"), std::string::npos) << saves.body;
+  EXPECT_NE(saves.body.find("the limit is 4.0 MiB"), std::string::npos) << saves.body;
+  json st = ok_json(call("GET", "/v1/traces/" + id));
+  EXPECT_EQ(st["state"], "failed");
+  EXPECT_LT(st["step"].get<int64_t>(), 40) << st.dump();  // 21 saves fit in 4 MiB
+}
+
+TEST(RealModelServer, StopEndsRunningRequestsWithAnErrorAnswer) {
+  server::ServeOptions o;
+  o.engine = EngineArgs().model(testing::default_model_path()).show_progress(false);
+  o.served_model_name = "smollm2-135m";
+  o.port = 0;
+  server::ModelServer srv(o);
+  const int port = srv.port();
+  const json long_run = {{"prompt", "Once upon a time"}, {"max_tokens", 4000}, {"ignore_eos", true}};
+  json streamed = long_run;
+  streamed["stream"] = true;
+  json logits = {{"nodes", {{{"kind", "get"}, {"key", "logits"}}, {{"kind", "save"}, {"name", "l"}, {"args", {0}}}}}};
+  const json trace = {{"prompts", {"Once upon a time"}},
+                      {"graphs", {logits}},
+                      {"sampling_params", {{"max_tokens", 4000}, {"ignore_eos", true}}}};
+  std::string whole, stream, traced;
+  std::thread a([&] { whole = raw_exchange(port, post_request("/v1/completions", long_run.dump(), "Bearer x")); });
+  std::thread b([&] { stream = raw_exchange(port, post_request("/v1/completions", streamed.dump(), "Bearer x")); });
+  std::thread c([&] { traced = raw_exchange(port, post_request("/v1/traces?wait=1", trace.dump(), "Bearer x")); });
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  srv.stop();  // what SIGTERM does
+  a.join();
+  b.join();
+  c.join();
+  // Each running request ends with an error answer, not a bare closed connection.
+  EXPECT_EQ(final_status(whole), 503) << whole;
+  EXPECT_NE(whole.find("shutting down"), std::string::npos) << whole;
+  EXPECT_EQ(final_status(stream), 200) << stream.substr(0, 300);
+  EXPECT_NE(stream.find("shutting down"), std::string::npos)
+      << stream.substr(stream.size() - std::min<size_t>(stream.size(), 600));
+  EXPECT_NE(stream.find("data: [DONE]"), std::string::npos);
+  EXPECT_EQ(final_status(traced), 503) << traced;
+  EXPECT_NE(traced.find("shutting down"), std::string::npos) << traced;
 }
 
 // The worker processes this process started (nnsight-worker children).
@@ -370,6 +559,10 @@ TEST(RealModelServer, ReplicasShareTheLoadAndAKilledWorkerFailsOnlyItsReplicasTr
       if (st["state"] == "failed") {
         ++failed;
         EXPECT_NE(st["error"].get<std::string>().find("worker"), std::string::npos) << st.dump();
+        // The server failed, not the client's trace: 5xx, a server_error.
+        remote::HttpResult saves = c.request("GET", "/v1/traces/" + id + "/saves");
+        EXPECT_EQ(saves.status, 503) << saves.body;
+        EXPECT_NE(saves.body.find("server_error"), std::string::npos) << saves.body;
       } else {
         alive.push_back(id);
       }

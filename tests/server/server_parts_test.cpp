@@ -7,7 +7,10 @@
 #include <nnsight/error.hpp>
 
 #include "front/remote/base64.h"
+#include "front/remote/json_integer.h"
 #include "front/remote/sampling_params_json.h"
+#include "dsl/errors.h"
+#include "front/tracing/trace_payload.h"
 #include "front/tracing/trace_result_file.h"
 #include "server/api_keys.h"
 #include "server/http_error.h"
@@ -33,6 +36,10 @@ TEST(ApiKeys, PlainAndHashedKeysNameTheirTenant) {
   EXPECT_FALSE(keys.tenant("Bearer sk-alice-0123456789abcdeX").has_value());
   EXPECT_FALSE(keys.tenant("").has_value());
   EXPECT_FALSE(keys.tenant("Basic sk-alice-0123456789abcdef").has_value());
+  // The scheme is case-insensitive (RFC 9110 11.1).
+  EXPECT_EQ(keys.tenant("bearer sk-alice-0123456789abcdef").value_or(""), "alice");
+  EXPECT_EQ(keys.tenant("BEARER  sk-alice-0123456789abcdef").value_or(""), "alice");
+  EXPECT_FALSE(keys.tenant("Bearersk-alice-0123456789abcdef").has_value());
   // The known SHA-256 of "abc".
   EXPECT_EQ(ApiKeys::sha256_hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
 }
@@ -127,6 +134,54 @@ TEST(SamplingParamsJson, RoundTripsAndNamesBadFields) {
   EXPECT_NE(message({{"max_tokens", "ten"}}).find("sp.max_tokens: wrong type"), std::string::npos);
   EXPECT_NE(message({{"temperature", -1}}).find("sp: "), std::string::npos);
   EXPECT_NE(message(nlohmann::json::array()).find("must be a JSON object"), std::string::npos);
+  // Integers must be integers that fit: 2.5 is not 2, 2^63 is not negative.
+  EXPECT_NE(message({{"max_tokens", 2.5}}).find("sp.max_tokens: expected a signed 64-bit integer, got 2.5"),
+            std::string::npos);
+  EXPECT_NE(message({{"max_tokens", nlohmann::json::parse("9223372036854775808")}}).find("sp.max_tokens: expected"),
+            std::string::npos);
+  EXPECT_NE(message({{"seed", -1}}).find("sp.seed: expected an unsigned 64-bit integer"), std::string::npos);
+  EXPECT_NE(message({{"stop_token_ids", nlohmann::json::parse("[2, 4294967298]")}}).find("sp.stop_token_ids[1]"),
+            std::string::npos);
+}
+
+TEST(JsonInteger, RangeCheckedBeforeNarrowing) {
+  using nlohmann::json;
+  EXPECT_EQ(remote::json_integer<int32_t>(json(7), "x"), 7);
+  EXPECT_EQ(remote::json_integer<int32_t>(json(-7), "x"), -7);
+  EXPECT_EQ(remote::json_integer<uint64_t>(json::parse("18446744073709551615"), "x"), ~uint64_t{0});
+  // What a 32-bit narrowing would have turned into 1, 0 and 0.
+  for (const char* wide : {"4294967297", "4294967296", "-4294967296", "2147483648"})
+    EXPECT_THROW(remote::json_integer<int32_t>(json::parse(wide), "x"), ConfigError) << wide;
+  EXPECT_THROW(remote::json_integer<int64_t>(json::parse("9223372036854775808"), "x"), ConfigError);
+  EXPECT_THROW(remote::json_integer<int64_t>(json(2.5), "x"), ConfigError);
+  EXPECT_THROW(remote::json_integer<int64_t>(json(2.0), "x"), ConfigError);  // a float, even if whole
+  EXPECT_THROW(remote::json_integer<uint32_t>(json(-1), "x"), ConfigError);
+  EXPECT_THROW(remote::json_integer<int32_t>(json(5), "x", 0, 4), ConfigError);
+  try {
+    remote::json_integers<int32_t>(json::parse("[1, 4294967297]"), "prompt", 0);
+    ADD_FAILURE() << "no error";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(std::string(e.what()), "prompt[1]: expected an integer in [0, 2147483647], got 4294967297");
+  }
+}
+
+TEST(TracePayload, CarriesTheServersSavedBytesLimit) {
+  tracing::TracePayload p;
+  // Without a limit the bytes are version 1, as before the limit existed.
+  std::string bytes = tracing::encode_payload(p);
+  EXPECT_EQ(bytes[4], 1);
+  EXPECT_EQ(tracing::decode_payload(bytes, dsl::Limits()).max_saved_bytes, 0u);
+  p.max_saved_bytes = 4 << 20;
+  bytes = tracing::encode_payload(p);
+  EXPECT_EQ(bytes[4], 2);
+  EXPECT_EQ(tracing::decode_payload(bytes, dsl::Limits()).max_saved_bytes, uint64_t{4} << 20);
+  // A hostile limit (0 in version 2, or beyond 2^62) is refused.
+  for (int i = 0; i < 8; ++i) bytes[14 + i] = 0;
+  EXPECT_THROW(tracing::decode_payload(bytes, dsl::Limits()), dsl::DecodeError);
+  for (int i = 0; i < 8; ++i) bytes[14 + i] = static_cast<char>(0xff);
+  EXPECT_THROW(tracing::decode_payload(bytes, dsl::Limits()), dsl::DecodeError);
+  bytes[4] = 3;
+  EXPECT_THROW(tracing::decode_payload(bytes, dsl::Limits()), dsl::DecodeError);
 }
 
 TEST(TraceResultFile, RoundTripsSavesListsAndOutputs) {

@@ -29,7 +29,9 @@ const char* kHelp =
     "  --max-saved-mb N (256)   --max-trace-seconds S (600)   --max-body-mb N (64)\n"
     "  --intervention-memory-mb N   (an engine option: each traced request's working memory)\n"
     "Server:\n"
-    "  --max-connections N (512)   --read-timeout S (30)\n"
+    "  --max-connections N (512)   --max-connections-per-address N (64)\n"
+    "  --head-timeout S (10)   --read-timeout S (30)   (a request's head, then its body, must arrive in time)\n"
+    "  --shutdown-grace S (10)   (on SIGTERM, running requests get this long to send their error answer)\n"
     "  --retention-s S (3600)   --max-retained-mb N (1024)   (saves kept until fetched)\n"
     "Engine options:\n" NNSIGHT_ENGINE_OPTIONS_HELP;
 
@@ -53,7 +55,10 @@ int serve_command(int argc, char** argv) {
                                     "max-trace-seconds",
                                     "max-body-mb",
                                     "max-connections",
+                                    "max-connections-per-address",
+                                    "head-timeout",
                                     "read-timeout",
+                                    "shutdown-grace",
                                     "retention-s",
                                     "max-retained-mb",
                                     "help"};
@@ -64,29 +69,43 @@ int serve_command(int argc, char** argv) {
     std::fputs(kHelp, stdout);
     return 0;
   }
+  // Every number is range-checked before it is narrowed or scaled: --port
+  // 4294967297 is not port 1, and --max-saved-mb 2^50 does not overflow.
+  auto bounded = [&](const std::string& name, int64_t fallback, int64_t lo, int64_t hi) {
+    const int64_t v = args.get_int(name, fallback);
+    if (v < lo || v > hi)
+      throw std::invalid_argument("--" + name + " must be " + std::to_string(lo) + " to " + std::to_string(hi) +
+                                  ", got " + std::to_string(v));
+    return v;
+  };
+  auto seconds = [&](const std::string& name, double fallback) {
+    const double v = args.get_double(name, fallback);
+    if (!(v > 0 && v <= 1e7)) throw std::invalid_argument("--" + name + " must be a positive number of seconds");
+    return v;
+  };
+  constexpr int64_t kMaxMb = int64_t{1} << 30;  // 1 PiB: beyond any machine, far from overflow once scaled
   server::ServeOptions o;
   o.engine = engine_args_from(args);
   o.host = args.get("host", o.host);
-  o.port = static_cast<int>(args.get_int("port", o.port));
-  if (o.port < 0 || o.port > 65535) throw std::invalid_argument("--port must be 0 to 65535");
+  o.port = static_cast<int>(bounded("port", o.port, 0, 65535));
   o.api_keys_file = args.get("api-keys");
   o.served_model_name = args.get("served-model-name");
-  o.replicas = args.get_int("replicas", 1);
+  o.replicas = bounded("replicas", 1, 1, 1024);
   o.replica_worker_addresses = args.get("replica-worker-addresses");
-  o.limits.max_concurrent_traces = args.get_int("max-concurrent-traces", o.limits.max_concurrent_traces);
-  o.limits.max_queued_traces = args.get_int("max-queued-traces", o.limits.max_queued_traces);
-  o.limits.max_tokens_per_minute = args.get_int("tokens-per-minute", 0);
-  o.limits.max_saved_bytes = args.get_int("max-saved-mb", 256) << 20;
-  o.limits.max_trace_seconds = args.get_double("max-trace-seconds", o.limits.max_trace_seconds);
-  o.max_body_bytes = static_cast<size_t>(args.get_int("max-body-mb", 64)) << 20;
-  o.max_connections = static_cast<size_t>(args.get_int("max-connections", 512));
-  o.read_timeout_s = args.get_double("read-timeout", o.read_timeout_s);
-  o.retention_s = args.get_double("retention-s", o.retention_s);
-  o.max_retained_bytes = args.get_int("max-retained-mb", 1024) << 20;
-  if (o.limits.max_concurrent_traces < 1 || o.limits.max_queued_traces < 0 || o.limits.max_saved_bytes <= 0 ||
-      o.limits.max_trace_seconds <= 0 || o.max_body_bytes == 0 || o.max_connections == 0 || o.read_timeout_s <= 0 ||
-      o.retention_s <= 0 || o.max_retained_bytes <= 0)
-    throw std::invalid_argument("limits must be positive (--max-queued-traces may be 0)");
+  o.limits.max_concurrent_traces = bounded("max-concurrent-traces", o.limits.max_concurrent_traces, 1, 1 << 20);
+  o.limits.max_queued_traces = bounded("max-queued-traces", o.limits.max_queued_traces, 0, 1 << 20);
+  o.limits.max_tokens_per_minute = bounded("tokens-per-minute", 0, 0, int64_t{1} << 50);
+  o.limits.max_saved_bytes = bounded("max-saved-mb", 256, 1, kMaxMb) << 20;
+  o.limits.max_trace_seconds = seconds("max-trace-seconds", o.limits.max_trace_seconds);
+  o.max_body_bytes = static_cast<size_t>(bounded("max-body-mb", 64, 1, kMaxMb)) << 20;
+  o.max_connections = static_cast<size_t>(bounded("max-connections", 512, 1, 1 << 20));
+  o.max_connections_per_address = static_cast<size_t>(
+      bounded("max-connections-per-address", static_cast<int64_t>(o.max_connections_per_address), 1, 1 << 20));
+  o.head_timeout_s = seconds("head-timeout", o.head_timeout_s);
+  o.read_timeout_s = seconds("read-timeout", o.read_timeout_s);
+  o.shutdown_grace_s = seconds("shutdown-grace", o.shutdown_grace_s);
+  o.retention_s = seconds("retention-s", o.retention_s);
+  o.max_retained_bytes = bounded("max-retained-mb", 1024, 1, kMaxMb) << 20;
 
   // SIGINT/SIGTERM stop the server cleanly: running traces are cancelled.
   std::signal(SIGINT, [](int) { g_stop = 1; });

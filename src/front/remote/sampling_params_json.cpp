@@ -2,6 +2,8 @@
 
 #include <nnsight/error.hpp>
 
+#include "front/remote/json_integer.h"
+
 namespace nnsight::remote {
 
 nlohmann::json sampling_params_to_json(const SamplingParams& p) {
@@ -32,17 +34,17 @@ SamplingParams sampling_params_from_json(const nlohmann::json& j, const std::str
       } else if (k == "top_p") {
         p.top_p(v.get<double>());
       } else if (k == "top_k") {
-        p.top_k(v.is_null() ? 0 : v.get<int64_t>());
+        p.top_k(v.is_null() ? 0 : json_integer<int64_t>(v, field));
       } else if (k == "min_p") {
         p.min_p(v.get<double>());
       } else if (k == "seed") {
-        if (!v.is_null()) p.seed(v.get<uint64_t>());
+        if (!v.is_null()) p.seed(json_integer<uint64_t>(v, field));
       } else if (k == "logprobs") {
-        if (!v.is_null()) p.logprobs(v.get<int64_t>());
+        if (!v.is_null()) p.logprobs(json_integer<int64_t>(v, field));
       } else if (k == "max_tokens") {
-        p.max_tokens(v.get<int64_t>());
+        p.max_tokens(json_integer<int64_t>(v, field));
       } else if (k == "stop_token_ids") {
-        p.stop_token_ids(v.get<std::vector<int32_t>>());
+        p.stop_token_ids(json_integers<int32_t>(v, field, 0));
       } else if (k == "stop") {
         if (v.is_string())
           p.stop({v.get<std::string>()});

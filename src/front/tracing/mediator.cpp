@@ -206,14 +206,32 @@ void Mediator::set(const std::string& key, int64_t step, dsl::Value value) {
   suspend();
 }
 
+namespace {
+int64_t tensor_bytes(const at::Tensor& t) { return t.defined() ? static_cast<int64_t>(t.nbytes()) : 0; }
+
+int64_t saved_bytes(const SavedValue& v) {
+  int64_t n = tensor_bytes(v.tensor);
+  for (const auto& t : v.list) n += tensor_bytes(t);
+  return n;
+}
+}  // namespace
+
 void Mediator::save(const std::string& name, const dsl::Value& value, dsl::SaveMode mode) {
+  // Counted against the trace's saved bytes limit as it is made (the clone
+  // has the value's size), so a trace that saves too much fails at the step
+  // that crosses the limit and never holds more.
   if (mode == dsl::SaveMode::Replace) {
-    saves_[name] = to_saved(value);
+    SavedValue made = to_saved(value);
+    auto it = saves_.find(name);
+    group_.count_saved(saved_bytes(made) - (it == saves_.end() ? 0 : saved_bytes(it->second)), name);
+    saves_[name] = std::move(made);
     return;
   }
+  at::Tensor made = as_single_tensor(value);
+  group_.count_saved(tensor_bytes(made), name);
   SavedValue& slot = saves_[name];
   slot.is_list = true;
-  slot.list.push_back(as_single_tensor(value));
+  slot.list.push_back(std::move(made));
 }
 
 dsl::Value Mediator::external(uint32_t invoke, dsl::NodeId node) { return group_.external(invoke, node); }

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 
+#include <nnsight/error.hpp>
+
+#include "core/memory_budget.h"
 #include "dsl/errors.h"
 
 namespace nnsight::tracing {
@@ -12,6 +15,15 @@ Mediator& TraceGroup::add(std::unique_ptr<Mediator> m) {
       mediators_.begin(), mediators_.end(), m,
       [&](const std::unique_ptr<Mediator>& a, const std::unique_ptr<Mediator>& b) { return rank(*a) < rank(*b); });
   return **mediators_.insert(pos, std::move(m));
+}
+
+void TraceGroup::count_saved(int64_t delta, const std::string& name) {
+  if (max_saved_bytes > 0 && delta > 0 && saved_bytes_ + delta > max_saved_bytes)
+    throw Error("saved bytes limit: saving '" + name + "' would make this trace's saves " +
+                format_bytes(saved_bytes_ + delta) + " (" + std::to_string(saved_bytes_ + delta) +
+                " bytes); the limit is " + format_bytes(max_saved_bytes) + " (" + std::to_string(max_saved_bytes) +
+                " bytes, the server's --max-saved-mb)");
+  saved_bytes_ += delta;
 }
 
 void TraceGroup::remove_mediators_of(uint64_t request_id) {

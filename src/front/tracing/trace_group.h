@@ -47,6 +47,14 @@ class TraceGroup {
   bool started = false;
   bool failed = false;
 
+  // The bytes the trace's saves hold on this worker, bounded by
+  // TracePayload::max_saved_bytes (0 = unbounded). Counts `delta` more (a
+  // save made; negative: one replaced), or throws nnsight::Error naming the
+  // limit and `name` -- the save fails its trace at the step it is made.
+  void count_saved(int64_t delta, const std::string& name);
+  int64_t saved_bytes() const { return saved_bytes_; }
+  int64_t max_saved_bytes = 0;
+
   // The value `node` of invoke `invoke`'s graph computed (cross-invoke use).
   dsl::Value external(uint32_t invoke, dsl::NodeId node) const;
 
@@ -59,6 +67,7 @@ class TraceGroup {
   std::vector<bool> has_graphs_;     // requests_[i] carries graphs
   std::vector<uint64_t> finished_;
   std::map<uint64_t, std::vector<int64_t>> results_;
+  int64_t saved_bytes_ = 0;
 };
 
 }  // namespace nnsight::tracing

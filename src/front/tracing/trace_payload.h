@@ -9,6 +9,9 @@
 // first, the others carry none, and its mediators see the rows of all of
 // them in prompt order. Encoding: "NNTP" + u16 version + u32 trace size + entries, each the
 // graph's binary encoding (dsl/binary_codec.h), all lengths bounded.
+// Version 2 adds, after the counts, a u64 bound on the bytes the trace's
+// saves may hold on a worker (a server's --max-saved-mb); a payload without
+// one is written as version 1, as before.
 #pragma once
 
 #include <cstdint>
@@ -37,6 +40,9 @@ struct PayloadGraph {
 struct TracePayload {
   uint32_t num_requests = 1;  // requests (prompts) in the trace
   uint32_t num_invokes = 1;   // invokes in the trace, promptless ones included
+  // What the trace's saves may hold on a worker; the save that would go over
+  // fails the trace at that step. 0 = unbounded.
+  uint64_t max_saved_bytes = 0;
   std::vector<PayloadGraph> graphs;
 };
 
