@@ -393,22 +393,21 @@ void OpenAiApi::run(const std::string& tenant, Kind kind, const std::vector<Prom
       stream_state->cv.wait_for(lock, std::chrono::milliseconds(50), [&] { return !stream_state->updates.empty(); });
       batch.swap(stream_state->updates);
     }
-    if (batch.empty()) {
-      // A request the engine refused after the stream began, or a shutdown:
-      // an error event, then the end of the stream.
-      std::optional<HttpError> e;
+    // A request the engine refused after the stream began, or a shutdown (also
+    // while tokens keep coming): an error event, then the end of the stream.
+    std::optional<HttpError> e;
+    if (batch.empty())
       for (size_t i = 0; i < handles.size() && !e; ++i) e = failure(handles[i]);
-      if (!e && stopping()) e = HttpError(503, stopping_message);
-      if (e) {
-        abort_all();
-        out.write(error_event(e->what(), e->status()));
-        out.write("data: [DONE]\n\n");
-        return;
-      }
-      if (out.client_gone()) {
-        abort_all();
-        return;
-      }
+    if (!e && stopping()) e = HttpError(503, stopping_message);
+    if (e) {
+      abort_all();
+      out.write(error_event(e->what(), e->status()));
+      out.write("data: [DONE]\n\n");
+      return;
+    }
+    if (batch.empty() && out.client_gone()) {
+      abort_all();
+      return;
     }
     for (auto& o : batch) {
       const size_t i = o.request_id;

@@ -222,12 +222,23 @@ TEST(HttpServer, KeylessSlowSocketsCannotTakeEverySlot) {
                                "GET /a HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ok\r\nConnection: close\r\n\r\n");
     EXPECT_EQ(out.rfind("HTTP/1.1 200", 0), 0u) << out;
   }
-  // The pushed-out ones were told (503) and closed.
-  std::string first;
-  char buf[1024];
-  ssize_t n;
-  while ((n = ::recv(slow[0], buf, sizeof buf, 0)) > 0) first.append(buf, static_cast<size_t>(n));
-  EXPECT_EQ(final_status(first), "503") << first;
+  // The pushed-out ones were told (503) and closed. Which ones: the longest
+  // waiting heads as the server saw them, which on a loaded machine need not
+  // be the connect order, so every slow socket is read (the others time out).
+  int told = 0;
+  for (int fd : slow) {
+    timeval tv{2, 0};
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    std::string got;
+    char buf[1024];
+    ssize_t n;
+    while ((n = ::recv(fd, buf, sizeof buf, 0)) > 0) got.append(buf, static_cast<size_t>(n));
+    if (!got.empty()) {
+      EXPECT_EQ(final_status(got), "503") << got;
+      ++told;
+    }
+  }
+  EXPECT_GE(told, 1);
   for (int fd : slow) ::close(fd);
 }
 
