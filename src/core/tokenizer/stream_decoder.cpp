@@ -8,10 +8,9 @@ StreamDecoder::StreamDecoder(const Tokenizer& tokenizer, bool skip_special_token
     : tokenizer_(tokenizer), skip_special_tokens_(skip_special_tokens) {}
 
 std::string StreamDecoder::push(int32_t id) {
-  const std::string_view bytes = tokenizer_.token_bytes_view(id);  // validates id
   std::string out;
-  if (skip_special_tokens_ && tokenizer_.is_special(id)) return out;
-  pending_.append(bytes);
+  // Validates id before changing anything; drops a SentencePiece dummy prefix.
+  tokenizer_.append_decoded(id, skip_special_tokens_, at_start_, pending_);
   drain(out);
   return out;
 }
@@ -22,6 +21,7 @@ std::string StreamDecoder::flush() {
   // What is left is a well-formed but unfinished sequence: one maximal subpart.
   if (!pending_.empty()) out += kUtf8Replacement;
   pending_.clear();
+  at_start_ = true;
   return out;
 }
 

@@ -25,7 +25,8 @@ class StreamDecoder {
   std::string push(int32_t id);
 
   // Emits whatever is held back (an unfinished character becomes U+FFFD) and
-  // resets the decoder for a new stream.
+  // resets the decoder for a new stream (whose first token loses a
+  // SentencePiece dummy-prefix space, as in Tokenizer::decode).
   std::string flush();
 
   // Bytes held back, waiting for the rest of their character.
@@ -38,6 +39,7 @@ class StreamDecoder {
   Tokenizer tokenizer_;
   bool skip_special_tokens_;
   std::string pending_;
+  bool at_start_ = true;  // nothing decoded yet in this stream
 };
 
 }  // namespace nnsight

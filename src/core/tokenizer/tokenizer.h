@@ -49,6 +49,14 @@ class Tokenizer {
   // Throws nnsight::Error on an id outside [0, vocab_size()).
   std::string decode(const std::vector<int32_t>& ids, bool skip_special_tokens = false) const;
 
+  // Appends what token `id` decodes to at this point of a text: its
+  // token_bytes, except that a SentencePiece-style tokenizer drops the
+  // dummy-prefix space at the start of the text. `at_text_start` is true
+  // until something has been appended (the function clears it). Nothing is
+  // appended for a control token when skip_special_tokens. Throws
+  // nnsight::Error on an id out of range.
+  void append_decoded(int32_t id, bool skip_special_tokens, bool& at_text_start, std::string& out) const;
+
   // Raw bytes of one token ("Ġthe" -> " the"; control tokens -> their text).
   // Throws nnsight::Error on an id out of range.
   std::string token_bytes(int32_t id) const;
