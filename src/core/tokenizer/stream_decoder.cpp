@@ -4,8 +4,11 @@
 
 namespace nnsight {
 
-StreamDecoder::StreamDecoder(const Tokenizer& tokenizer, bool skip_special_tokens)
-    : tokenizer_(tokenizer), skip_special_tokens_(skip_special_tokens) {}
+StreamDecoder::StreamDecoder(const Tokenizer& tokenizer, bool skip_special_tokens, bool starts_text)
+    : tokenizer_(tokenizer),
+      skip_special_tokens_(skip_special_tokens),
+      starts_text_(starts_text),
+      at_start_(starts_text) {}
 
 std::string StreamDecoder::push(int32_t id) {
   std::string out;
@@ -21,7 +24,7 @@ std::string StreamDecoder::flush() {
   // What is left is a well-formed but unfinished sequence: one maximal subpart.
   if (!pending_.empty()) out += kUtf8Replacement;
   pending_.clear();
-  at_start_ = true;
+  at_start_ = starts_text_;
   return out;
 }
 

@@ -17,16 +17,18 @@ namespace nnsight {
 
 class StreamDecoder {
  public:
-  // Keeps a (cheap, shared) copy of the tokenizer.
-  explicit StreamDecoder(const Tokenizer& tokenizer, bool skip_special_tokens = false);
+  // Keeps a (cheap, shared) copy of the tokenizer. `starts_text`: the first
+  // token begins a text, so a SentencePiece-style tokenizer drops its
+  // dummy-prefix space as Tokenizer::decode does; false for tokens that
+  // continue a prompt (generated text), whose leading space is real.
+  explicit StreamDecoder(const Tokenizer& tokenizer, bool skip_special_tokens = false, bool starts_text = true);
 
   // The text that token `id` completes (possibly empty). Throws nnsight::Error
   // on an id out of range, leaving the decoder unchanged.
   std::string push(int32_t id);
 
   // Emits whatever is held back (an unfinished character becomes U+FFFD) and
-  // resets the decoder for a new stream (whose first token loses a
-  // SentencePiece dummy-prefix space, as in Tokenizer::decode).
+  // resets the decoder for a new stream.
   std::string flush();
 
   // Bytes held back, waiting for the rest of their character.
@@ -39,7 +41,8 @@ class StreamDecoder {
   Tokenizer tokenizer_;
   bool skip_special_tokens_;
   std::string pending_;
-  bool at_start_ = true;  // nothing decoded yet in this stream
+  bool starts_text_;
+  bool at_start_;  // nothing decoded yet in a stream that starts a text
 };
 
 }  // namespace nnsight
