@@ -249,22 +249,26 @@ void Tokenizer::init(TokenizerSpec spec, TokenizerPipeline pipeline, const std::
     const std::string where = "merge #" + std::to_string(rank) + " '" + rule + "'";
     // Search from 1 so that a left side starting with a literal space still
     // splits at the separator.
-    size_t sep = rule.size() > 1 ? rule.find(' ', 1) : std::string::npos;
+    const size_t sep = rule.size() > 1 ? rule.find(' ', 1) : std::string::npos;
     if (sep == std::string::npos || sep + 1 >= rule.size()) {
       fail(where + " is not of the form 'left right'");
     }
+    std::string left = rule.substr(0, sep);
+    std::string right = rule.substr(sep + 1);
     // Tokens may themselves hold spaces (SentencePiece user-defined pieces
     // such as "  "): then the separator is the space whose sides are both
     // tokens and whose concatenation is one too.
-    for (size_t alt = sep; alt != std::string::npos && alt + 1 < rule.size(); alt = rule.find(' ', alt + 1)) {
-      const std::string l = rule.substr(0, alt), r = rule.substr(alt + 1);
-      if (m->id_by_string.count(l) && m->id_by_string.count(r) && m->id_by_string.count(l + r)) {
-        sep = alt;
-        break;
+    if (!m->id_by_string.count(left) || !m->id_by_string.count(right)) {
+      for (size_t alt = rule.find(' ', sep + 1); alt != std::string::npos && alt + 1 < rule.size();
+           alt = rule.find(' ', alt + 1)) {
+        std::string l = rule.substr(0, alt), r = rule.substr(alt + 1);
+        if (m->id_by_string.count(l) && m->id_by_string.count(r) && m->id_by_string.count(l + r)) {
+          left = std::move(l);
+          right = std::move(r);
+          break;
+        }
       }
     }
-    const std::string left = rule.substr(0, sep);
-    const std::string right = rule.substr(sep + 1);
     auto lookup = [&](const std::string& tok, const char* role) {
       auto it = m->id_by_string.find(tok);
       if (it == m->id_by_string.end()) {
