@@ -22,6 +22,25 @@ constexpr int32_t kTypeUnknown = 2;
 constexpr int32_t kTypeControl = 3;
 constexpr int32_t kTypeUserDefined = 4;
 constexpr int32_t kMaxTokenType = 6;
+constexpr uint8_t kLstrip = 1, kRstrip = 2;
+
+// Length of the Unicode White_Space character at text[pos], or 0 (what
+// Hugging Face's lstrip / rstrip remove: Rust's char::is_whitespace).
+size_t whitespace_at(std::string_view text, size_t pos) {
+  const uint8_t c = static_cast<uint8_t>(text[pos]);
+  if (c == ' ' || (c >= 0x09 && c <= 0x0D)) return 1;
+  if (c < 0x80) return 0;
+  const Utf8Step st = utf8_step(text.substr(pos));
+  if (st.status != Utf8Status::kValid) return 0;
+  uint32_t cp = 0;
+  if (st.length == 2) cp = (uint32_t(c & 0x1F) << 6) | (uint8_t(text[pos + 1]) & 0x3F);
+  if (st.length == 3) {
+    cp = (uint32_t(c & 0x0F) << 12) | (uint32_t(uint8_t(text[pos + 1]) & 0x3F) << 6) | (uint8_t(text[pos + 2]) & 0x3F);
+  }
+  const bool ws = cp == 0x85 || cp == 0xA0 || cp == 0x1680 || (cp >= 0x2000 && cp <= 0x200A) || cp == 0x2028 ||
+                  cp == 0x2029 || cp == 0x202F || cp == 0x205F || cp == 0x3000;
+  return ws ? st.length : 0;
+}
 
 // Pieces up to this many bytes have their BPE result cached: that covers
 // nearly every word, while a long run (a line of '=' signs, base64) is not
@@ -52,6 +71,8 @@ struct Tokenizer::Impl {
   PreTokenizer pre_tokenizer;
   BpeModel bpe;
   std::unique_ptr<SpmEncoder> spm;  // SentencePiece-style tokenizers only
+  // Per id: kLstrip / kRstrip (empty when no token strips).
+  std::vector<uint8_t> strip;
   int32_t bos = -1, eos = -1, unk = -1, pad = -1;
   bool add_bos = false, add_eos = false;
   std::string bos_token, eos_token, chat_template;
@@ -283,6 +304,15 @@ void Tokenizer::init(TokenizerSpec spec, TokenizerPipeline pipeline, const std::
     const int32_t merged = lookup(joined, "merged");
     merges.push_back(BpeMerge{l, r, merged});
   }
+  auto mark_strip = [&](const std::vector<int32_t>& ids, uint8_t flag, const char* what) {
+    for (int32_t id : ids) {
+      if (id < 0 || size_t(id) >= n) fail(std::string(what) + " token id " + std::to_string(id) + " is out of range");
+      m->strip.resize(n, 0);
+      m->strip[size_t(id)] |= flag;
+    }
+  };
+  mark_strip(spec.lstrip_ids, kLstrip, "lstrip");
+  mark_strip(spec.rstrip_ids, kRstrip, "rstrip");
   if (spm) {
     m->spm = std::make_unique<SpmEncoder>(*m->pipeline.spm, spec.tokens, m->types, spec.scores, merges, spec.unk_id,
                                           m->pipeline.ignore_merges);
@@ -308,7 +338,23 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special_t
   size_t pos = 0;
   while (pos < text.size()) {
     const SpecialTokenMatcher::Match match = m.specials.find(text, pos);
-    const size_t end = match.length > 0 ? match.begin : text.size();
+    size_t end = match.length > 0 ? match.begin : text.size();
+    const uint8_t strip = match.length > 0 && !m.strip.empty() ? m.strip[size_t(match.id)] : 0;
+    if (strip & kLstrip) {
+      // The whitespace just before the token belongs to it.
+      size_t run_start = end;  // start of the whitespace run that reaches `end`
+      for (size_t i = pos; i < end;) {
+        const size_t w = whitespace_at(text, i);
+        if (w == 0) {
+          run_start = end;
+          i += 1;  // continuation bytes are never whitespace
+        } else {
+          if (run_start == end) run_start = i;
+          i += w;
+        }
+      }
+      end = run_start;
+    }
     if (end > pos) {
       if (m.spm) {
         m.spm->encode(text.substr(pos, end - pos), pos == 0, out, *spm_scratch);
@@ -319,6 +365,14 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special_t
     if (match.length == 0) break;
     out.push_back(match.id);
     pos = match.begin + match.length;
+    if (strip & kRstrip) {
+      // And so does the whitespace just after it.
+      while (pos < text.size()) {
+        const size_t w = whitespace_at(text, pos);
+        if (w == 0) break;
+        pos += w;
+      }
+    }
   }
   if (add_special_tokens && m.add_eos) out.push_back(m.eos);
   return out;

@@ -528,11 +528,11 @@ HfTokenizerFiles read_hf_tokenizer_json(const std::string& path) {
     const int32_t id = f.id_of(f.require(t, "id", where), where + ".id");
     std::string content = f.string_of(f.require(t, "content", where), where + ".content");
     if (content.empty()) f.fail(where + ".content is empty");
-    for (const char* flag : {"single_word", "lstrip", "rstrip"}) {
-      if (f.bool_or(t, flag, false, where)) {
-        f.fail(where + " ('" + content + "') sets " + flag + ", which is not supported");
-      }
+    if (f.bool_or(t, "single_word", false, where)) {
+      f.fail(where + " ('" + content + "') sets single_word, which is not supported");
     }
+    if (f.bool_or(t, "lstrip", false, where)) spec.lstrip_ids.push_back(id);
+    if (f.bool_or(t, "rstrip", false, where)) spec.rstrip_ids.push_back(id);
     // An added token usually repeats a vocabulary entry; its text wins.
     place(id, std::move(content), where, true);
     added_ids.emplace_back(id, f.bool_or(t, "special", false, where));

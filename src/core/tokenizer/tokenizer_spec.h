@@ -32,6 +32,9 @@ struct TokenizerSpec {
   int32_t pad_id = -1;
   bool add_bos = false;  // prepend BOS when encoding with special tokens
   bool add_eos = false;  // append EOS likewise
+  // Special tokens that swallow the whitespace before (lstrip) or after
+  // (rstrip) them when matched in text (tokenizer.json added tokens).
+  std::vector<int32_t> lstrip_ids, rstrip_ids;
   // The model's chat template (Jinja text, core/tokenizer/chat_template.h);
   // empty when the model has none.
   std::string chat_template;

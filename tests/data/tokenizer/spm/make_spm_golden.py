@@ -94,7 +94,8 @@ STRINGS = [
     "Mixed 日本 English Русский 123",
 ]
 GEMMA_EXTRA = ["<start_of_turn>user\nHi<end_of_turn>\n", "a    b", "x\n\ny"]
-PHI3_EXTRA = ["<|user|>\nHello<|end|>\n<|assistant|>", "word<|end|>word"]
+PHI3_EXTRA = ["<|user|>\nHello<|end|>\n<|assistant|>", "word<|end|>word", "<|user|> \n Hi <|end|>  \n<|assistant|>  x",
+              "a \t<|system|>  b", "<|system|>\u3000wide space"]
 
 
 def corpus(english_only=False):
@@ -293,8 +294,17 @@ def main():
     chat = ["<|endoftext|>", "<|assistant|>", "<|end|>", "<|user|>", "<|system|>"]
     data = train("phi3", 1200, control_symbols=chat)
     m = proto_of(data)
-    t = hf_bpe(m, legacy=True)
-    t.save(os.path.join(d, "tokenizer.json"), pretty=False)
+    # As in Phi-3's own file, the chat tokens swallow the whitespace after them (rstrip); one also
+    # swallows the whitespace before it (lstrip).
+    j = json.loads(hf_bpe(m, legacy=True).to_str())
+    for a in j["added_tokens"]:
+        if a["content"] in chat[1:]:
+            a["rstrip"] = True
+        if a["content"] == "<|system|>":
+            a["lstrip"] = True
+    with open(os.path.join(d, "tokenizer.json"), "w", encoding="utf-8") as f:
+        json.dump(j, f, ensure_ascii=False, separators=(",", ":"))
+    t = Tokenizer.from_file(os.path.join(d, "tokenizer.json"))
     json.dump({"tokenizer_class": "LlamaTokenizer", "legacy": False, "add_bos_token": True, "add_eos_token": False,
                "bos_token": "<s>", "eos_token": "<|endoftext|>", "unk_token": "<unk>", "pad_token": "<|endoftext|>"},
               open(os.path.join(d, "tokenizer_config.json"), "w"), indent=2)
