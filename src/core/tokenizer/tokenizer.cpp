@@ -314,8 +314,12 @@ void Tokenizer::init(TokenizerSpec spec, TokenizerPipeline pipeline, const std::
   mark_strip(spec.lstrip_ids, kLstrip, "lstrip");
   mark_strip(spec.rstrip_ids, kRstrip, "rstrip");
   if (spm) {
-    m->spm = std::make_unique<SpmEncoder>(*m->pipeline.spm, spec.tokens, m->types, spec.scores, merges, spec.unk_id,
-                                          m->pipeline.ignore_merges);
+    try {
+      m->spm = std::make_unique<SpmEncoder>(*m->pipeline.spm, spec.tokens, m->types, spec.scores, merges, spec.unk_id,
+                                            m->pipeline.ignore_merges);
+    } catch (const LoadError& e) {
+      fail(e.what());  // a regex of the normalizer or the splits
+    }
   } else {
     m->bpe = BpeModel(byte_tokens, merges, spec.unk_id);
   }

@@ -255,6 +255,11 @@ TEST(SpmTokenizerJson, RefusalsNameTheKey) {
     testing::expect_load_error([&] { Tokenizer::from_hf_json(path); }, fragments);
   };
   refuse([](json& j) { j["normalizer"] = {{"type", "NFKC"}}; }, {"tokenizer.json", "normalizer type 'NFKC'"});
+  refuse(
+      [](json& j) {
+        j["normalizer"] = {{"type", "Replace"}, {"pattern", {{"Regex", "(["}}}, {"content", ""}};
+      },
+      {"tokenizer.json", "'(['", "does not compile"});
   refuse([](json& j) { j["decoder"]["decoders"].erase(1); },
          {"byte_fallback is set but the decoder has no ByteFallback"});
   refuse([](json& j) { std::swap(j["decoder"]["decoders"][2], j["decoder"]["decoders"][3]); }, {"Strip before Fuse"});
