@@ -1,5 +1,8 @@
 // Tokenizer: byte-level BPE (GPT-2 style) for llama.cpp "gpt2"-model GGUF
-// vocabularies and Hugging Face tokenizer.json files.
+// vocabularies and Hugging Face tokenizer.json files, and SentencePiece-style
+// BPE ("▁" for spaces, "<0xXX>" byte fallback) for "llama"-model GGUF
+// vocabularies, tokenizer.json files without ByteLevel and tokenizer.model
+// (core/tokenizer/spm_pipeline.h; the rest of this comment is about the first).
 //
 // encode: special tokens (control / user-defined types, tokenizer.json added
 // tokens) are cut out of the text first as whole tokens; the rest is
