@@ -117,7 +117,8 @@ void Engine::process_text(Request& r, size_t first_new) {
   if (!tokenizer_) return;
   auto it = decoders_.find(r.id);
   if (it == decoders_.end())
-    it = decoders_.emplace(r.id, StreamDecoder(*tokenizer_, r.params.skip_special_tokens())).first;
+    // Generated text continues the prompt: a SentencePiece "▁" on its first token is a real space.
+    it = decoders_.emplace(r.id, StreamDecoder(*tokenizer_, r.params.skip_special_tokens(), false)).first;
   StreamDecoder& dec = it->second;
   const size_t old_len = r.text.size();
   const size_t n = r.output_token_ids.size();

@@ -23,11 +23,12 @@ int32_t special_id(const GgufFile& f, const std::string& key, size_t vocab) {
 
 TokenizerSpec tokenizer_spec_from_gguf(const GgufFile& f) {
   const std::string model = f.get_string("tokenizer.ggml.model");
-  if (model != "gpt2") {
+  if (model != "gpt2" && model != "llama") {
     throw LoadError(f.describe_key("tokenizer.ggml.model") + " = '" + model +
-                    "': only byte-level BPE vocabularies ('gpt2') are supported");
+                    "': only byte-level BPE ('gpt2') and SentencePiece BPE ('llama') vocabularies are supported");
   }
   TokenizerSpec spec;
+  spec.model = model;
   spec.tokens = f.at("tokenizer.ggml.tokens").as_string_array(f.describe_key("tokenizer.ggml.tokens"));
   if (spec.tokens.empty()) {
     throw LoadError(f.describe_key("tokenizer.ggml.tokens") + " is empty");
@@ -54,7 +55,22 @@ TokenizerSpec tokenizer_spec_from_gguf(const GgufFile& f) {
       spec.token_types.push_back(static_cast<int32_t>(types[i]));
     }
   }
-  // llama.cpp treats a missing pre-tokenizer name as "default".
+  const bool spm = model == "llama";
+  if (spm) {
+    // SentencePiece merges by piece score: without scores there is no order.
+    const std::string what = f.describe_key("tokenizer.ggml.scores");
+    const GgufValue* s = f.find("tokenizer.ggml.scores");
+    if (s == nullptr) throw LoadError(what + " is missing (a 'llama' vocabulary merges by score)");
+    const std::vector<double> scores = s->as_float_array(what);
+    if (scores.size() != spec.tokens.size()) {
+      throw LoadError(what + " has " + std::to_string(scores.size()) + " entries but there are " +
+                      std::to_string(spec.tokens.size()) + " tokens");
+    }
+    spec.scores.assign(scores.begin(), scores.end());
+    spec.add_space_prefix = f.get_bool_or("tokenizer.ggml.add_space_prefix", true);
+  }
+  // llama.cpp treats a missing pre-tokenizer name as "default" (SentencePiece
+  // vocabularies have none).
   spec.pre = f.get_string_or("tokenizer.ggml.pre", "default");
   const size_t vocab = spec.tokens.size();
   spec.bos_id = special_id(f, "tokenizer.ggml.bos_token_id", vocab);
@@ -62,7 +78,8 @@ TokenizerSpec tokenizer_spec_from_gguf(const GgufFile& f) {
   spec.unk_id = special_id(f, "tokenizer.ggml.unknown_token_id", vocab);
   spec.pad_id = special_id(f, "tokenizer.ggml.padding_token_id", vocab);
   const bool llama3_pre = spec.pre == "llama3" || spec.pre == "llama-v3" || spec.pre == "llama-bpe";
-  spec.add_bos = f.get_bool_or("tokenizer.ggml.add_bos_token", llama3_pre);
+  // llama.cpp: SentencePiece vocabularies add BOS unless told otherwise.
+  spec.add_bos = f.get_bool_or("tokenizer.ggml.add_bos_token", llama3_pre || spm);
   spec.add_eos = f.get_bool_or("tokenizer.ggml.add_eos_token", false);
   spec.chat_template = f.get_string_or("tokenizer.chat_template", "");
   return spec;

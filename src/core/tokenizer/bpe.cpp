@@ -41,7 +41,6 @@ int32_t BpeModel::rank(int32_t left, int32_t right) const {
 
 void BpeModel::encode(std::string_view piece, std::vector<int32_t>& out, BpeScratch& scratch) const {
   using Symbol = BpeScratch::Symbol;
-  using Candidate = BpeScratch::Candidate;
   const int32_t n = static_cast<int32_t>(piece.size());
   auto& syms = scratch.symbols;
   syms.resize(static_cast<size_t>(n));
@@ -59,6 +58,23 @@ void BpeModel::encode(std::string_view piece, std::vector<int32_t>& out, BpeScra
     }
     syms[static_cast<size_t>(i)] = Symbol{id, i - 1, i + 1 < n ? i + 1 : -1};
   }
+  merge(out, scratch);
+}
+
+void BpeModel::encode_ids(const int32_t* ids, int32_t n, std::vector<int32_t>& out, BpeScratch& scratch) const {
+  auto& syms = scratch.symbols;
+  syms.resize(static_cast<size_t>(n));
+  for (int32_t i = 0; i < n; ++i) {
+    syms[static_cast<size_t>(i)] = BpeScratch::Symbol{ids[i], i - 1, i + 1 < n ? i + 1 : -1};
+  }
+  merge(out, scratch);
+}
+
+void BpeModel::merge(std::vector<int32_t>& out, BpeScratch& scratch) const {
+  using Candidate = BpeScratch::Candidate;
+  using Symbol = BpeScratch::Symbol;
+  auto& syms = scratch.symbols;
+  const int32_t n = static_cast<int32_t>(syms.size());
   if (n == 1) {
     out.push_back(syms[0].id);
     return;

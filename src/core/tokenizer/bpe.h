@@ -47,6 +47,9 @@ class BpeModel {
   // Appends the tokens of `piece` (non-empty raw bytes) to `out`. Throws
   // nnsight::Error when a byte has no token and there is no unknown token.
   void encode(std::string_view piece, std::vector<int32_t>& out, BpeScratch& scratch) const;
+  // The same from given initial tokens (n >= 1) instead of one per byte
+  // (SentencePiece-style vocabularies start from characters).
+  void encode_ids(const int32_t* ids, int32_t n, std::vector<int32_t>& out, BpeScratch& scratch) const;
 
   // The rank of merging tokens (left, right), or -1 when there is no such rule.
   int32_t rank(int32_t left, int32_t right) const;
@@ -61,6 +64,8 @@ class BpeModel {
   static uint64_t key_of(int32_t left, int32_t right) { return (uint64_t(uint32_t(left)) << 32) | uint32_t(right); }
   size_t slot_index(uint64_t key) const { return size_t((key * 0x9E3779B97F4A7C15ull) >> shift_); }
   const Slot* find(int32_t left, int32_t right) const;
+  // Runs the merges over scratch.symbols (n >= 1 of them) and appends the result.
+  void merge(std::vector<int32_t>& out, BpeScratch& scratch) const;
 
   std::array<int32_t, 256> byte_tokens_{};
   int32_t unk_id_ = -1;

@@ -4,14 +4,16 @@
 
 namespace nnsight {
 
-StreamDecoder::StreamDecoder(const Tokenizer& tokenizer, bool skip_special_tokens)
-    : tokenizer_(tokenizer), skip_special_tokens_(skip_special_tokens) {}
+StreamDecoder::StreamDecoder(const Tokenizer& tokenizer, bool skip_special_tokens, bool starts_text)
+    : tokenizer_(tokenizer),
+      skip_special_tokens_(skip_special_tokens),
+      starts_text_(starts_text),
+      at_start_(starts_text) {}
 
 std::string StreamDecoder::push(int32_t id) {
-  const std::string_view bytes = tokenizer_.token_bytes_view(id);  // validates id
   std::string out;
-  if (skip_special_tokens_ && tokenizer_.is_special(id)) return out;
-  pending_.append(bytes);
+  // Validates id before changing anything; drops a SentencePiece dummy prefix.
+  tokenizer_.append_decoded(id, skip_special_tokens_, at_start_, pending_);
   drain(out);
   return out;
 }
@@ -22,6 +24,7 @@ std::string StreamDecoder::flush() {
   // What is left is a well-formed but unfinished sequence: one maximal subpart.
   if (!pending_.empty()) out += kUtf8Replacement;
   pending_.clear();
+  at_start_ = starts_text_;
   return out;
 }
 

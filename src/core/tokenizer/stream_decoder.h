@@ -17,8 +17,11 @@ namespace nnsight {
 
 class StreamDecoder {
  public:
-  // Keeps a (cheap, shared) copy of the tokenizer.
-  explicit StreamDecoder(const Tokenizer& tokenizer, bool skip_special_tokens = false);
+  // Keeps a (cheap, shared) copy of the tokenizer. `starts_text`: the first
+  // token begins a text, so a SentencePiece-style tokenizer drops its
+  // dummy-prefix space as Tokenizer::decode does; false for tokens that
+  // continue a prompt (generated text), whose leading space is real.
+  explicit StreamDecoder(const Tokenizer& tokenizer, bool skip_special_tokens = false, bool starts_text = true);
 
   // The text that token `id` completes (possibly empty). Throws nnsight::Error
   // on an id out of range, leaving the decoder unchanged.
@@ -38,6 +41,8 @@ class StreamDecoder {
   Tokenizer tokenizer_;
   bool skip_special_tokens_;
   std::string pending_;
+  bool starts_text_;
+  bool at_start_;  // nothing decoded yet in a stream that starts a text
 };
 
 }  // namespace nnsight

@@ -11,15 +11,36 @@
 #include "core/tokenizer/byte_level.h"
 #include "core/tokenizer/pre_tokenizer.h"
 #include "core/tokenizer/special_token_matcher.h"
+#include "core/tokenizer/spm_encoder.h"
 #include "core/tokenizer/utf8.h"
 
 namespace nnsight {
 namespace {
 
 // GGUF token types (tokenizer.ggml.token_type); 0 is "undefined".
+constexpr int32_t kTypeUnknown = 2;
 constexpr int32_t kTypeControl = 3;
 constexpr int32_t kTypeUserDefined = 4;
 constexpr int32_t kMaxTokenType = 6;
+constexpr uint8_t kLstrip = 1, kRstrip = 2;
+
+// Length of the Unicode White_Space character at text[pos], or 0 (what
+// Hugging Face's lstrip / rstrip remove: Rust's char::is_whitespace).
+size_t whitespace_at(std::string_view text, size_t pos) {
+  const uint8_t c = static_cast<uint8_t>(text[pos]);
+  if (c == ' ' || (c >= 0x09 && c <= 0x0D)) return 1;
+  if (c < 0x80) return 0;
+  const Utf8Step st = utf8_step(text.substr(pos));
+  if (st.status != Utf8Status::kValid) return 0;
+  uint32_t cp = 0;
+  if (st.length == 2) cp = (uint32_t(c & 0x1F) << 6) | (uint8_t(text[pos + 1]) & 0x3F);
+  if (st.length == 3) {
+    cp = (uint32_t(c & 0x0F) << 12) | (uint32_t(uint8_t(text[pos + 1]) & 0x3F) << 6) | (uint8_t(text[pos + 2]) & 0x3F);
+  }
+  const bool ws = cp == 0x85 || cp == 0xA0 || cp == 0x1680 || (cp >= 0x2000 && cp <= 0x200A) || cp == 0x2028 ||
+                  cp == 0x2029 || cp == 0x202F || cp == 0x205F || cp == 0x3000;
+  return ws ? st.length : 0;
+}
 
 // Pieces up to this many bytes have their BPE result cached: that covers
 // nearly every word, while a long run (a line of '=' signs, base64) is not
@@ -49,6 +70,9 @@ struct Tokenizer::Impl {
   SpecialTokenMatcher specials;
   PreTokenizer pre_tokenizer;
   BpeModel bpe;
+  std::unique_ptr<SpmEncoder> spm;  // SentencePiece-style tokenizers only
+  // Per id: kLstrip / kRstrip (empty when no token strips).
+  std::vector<uint8_t> strip;
   int32_t bos = -1, eos = -1, unk = -1, pad = -1;
   bool add_bos = false, add_eos = false;
   std::string bos_token, eos_token, chat_template;
@@ -122,10 +146,20 @@ void Tokenizer::Impl::encode_ordinary(std::string_view text, std::vector<int32_t
 
 Tokenizer::Tokenizer(TokenizerSpec spec) {
   TokenizerPipeline pipeline;
-  try {
-    pipeline = TokenizerPipeline::for_pre_name(spec.pre);
-  } catch (const LoadError& e) {
-    throw LoadError(std::string("tokenizer spec: ") + e.what());
+  if (spec.model == "llama") {
+    pipeline.spm = SpmPipeline::sentencepiece(spec.add_space_prefix);
+    // SentencePiece matches user-defined pieces in the escaped text.
+    for (size_t i = 0; i < spec.token_types.size(); ++i) {
+      if (spec.token_types[i] == kTypeUserDefined) pipeline.spm->normalized_tokens.push_back(int32_t(i));
+    }
+  } else if (spec.model != "gpt2") {
+    throw LoadError("tokenizer spec: unsupported tokenizer model '" + spec.model + "' (supported: gpt2, llama)");
+  } else {
+    try {
+      pipeline = TokenizerPipeline::for_pre_name(spec.pre);
+    } catch (const LoadError& e) {
+      throw LoadError(std::string("tokenizer spec: ") + e.what());
+    }
   }
   init(std::move(spec), std::move(pipeline), "tokenizer spec");
 }
@@ -155,6 +189,18 @@ void Tokenizer::init(TokenizerSpec spec, TokenizerPipeline pipeline, const std::
   check_id(spec.pad_id, "pad_id");
   if (spec.add_bos && spec.bos_id < 0) fail("add_bos is set but there is no BOS token");
   if (spec.add_eos && spec.eos_id < 0) fail("add_eos is set but there is no EOS token");
+  const bool spm = pipeline.spm.has_value();
+  if (spm && pipeline.spm->merge_by_score && spec.scores.size() != n) {
+    fail("scores has " + std::to_string(spec.scores.size()) + " entries but the vocabulary has " + std::to_string(n) +
+         " tokens");
+  }
+  std::vector<bool> normalized_token(spm ? n : 0, false);
+  if (spm) {
+    for (int32_t id : pipeline.spm->normalized_tokens) {
+      if (id < 0 || size_t(id) >= n) fail("normalized added token id " + std::to_string(id) + " is out of range");
+      normalized_token[size_t(id)] = true;
+    }
+  }
 
   PreTokenizerConfig pre_config = pipeline.pre_tokenizer;
   std::shared_ptr<Impl> m;
@@ -185,7 +231,13 @@ void Tokenizer::init(TokenizerSpec spec, TokenizerPipeline pipeline, const std::
       fail("token " + std::to_string(i) + " ('" + tok + "') has unknown token type " + std::to_string(type));
     }
     if (!tok.empty()) m->id_by_string.emplace(tok, id);  // a spelling listed twice keeps its first id
-    if (type == kTypeControl || type == kTypeUserDefined) {
+    if (spm) {
+      m->bytes += spm_token_bytes(tok, type);
+      // Control, user-defined and unknown tokens are cut out of the input
+      // whole, except those matched in the normalized text.
+      const bool special = type == kTypeControl || type == kTypeUserDefined || type == kTypeUnknown;
+      if (special && !normalized_token[i] && !tok.empty()) m->specials.add(tok, id);
+    } else if (type == kTypeControl || type == kTypeUserDefined) {
       // Special tokens stand for their own text, not byte-level spellings.
       m->bytes += tok;
       m->specials.add(tok, id);
@@ -222,8 +274,22 @@ void Tokenizer::init(TokenizerSpec spec, TokenizerPipeline pipeline, const std::
     if (sep == std::string::npos || sep + 1 >= rule.size()) {
       fail(where + " is not of the form 'left right'");
     }
-    const std::string left = rule.substr(0, sep);
-    const std::string right = rule.substr(sep + 1);
+    std::string left = rule.substr(0, sep);
+    std::string right = rule.substr(sep + 1);
+    // Tokens may themselves hold spaces (SentencePiece user-defined pieces
+    // such as "  "): then the separator is the space whose sides are both
+    // tokens and whose concatenation is one too.
+    if (!m->id_by_string.count(left) || !m->id_by_string.count(right)) {
+      for (size_t alt = rule.find(' ', sep + 1); alt != std::string::npos && alt + 1 < rule.size();
+           alt = rule.find(' ', alt + 1)) {
+        std::string l = rule.substr(0, alt), r = rule.substr(alt + 1);
+        if (m->id_by_string.count(l) && m->id_by_string.count(r) && m->id_by_string.count(l + r)) {
+          left = std::move(l);
+          right = std::move(r);
+          break;
+        }
+      }
+    }
     auto lookup = [&](const std::string& tok, const char* role) {
       auto it = m->id_by_string.find(tok);
       if (it == m->id_by_string.end()) {
@@ -238,7 +304,25 @@ void Tokenizer::init(TokenizerSpec spec, TokenizerPipeline pipeline, const std::
     const int32_t merged = lookup(joined, "merged");
     merges.push_back(BpeMerge{l, r, merged});
   }
-  m->bpe = BpeModel(byte_tokens, merges, spec.unk_id);
+  auto mark_strip = [&](const std::vector<int32_t>& ids, uint8_t flag, const char* what) {
+    for (int32_t id : ids) {
+      if (id < 0 || size_t(id) >= n) fail(std::string(what) + " token id " + std::to_string(id) + " is out of range");
+      m->strip.resize(n, 0);
+      m->strip[size_t(id)] |= flag;
+    }
+  };
+  mark_strip(spec.lstrip_ids, kLstrip, "lstrip");
+  mark_strip(spec.rstrip_ids, kRstrip, "rstrip");
+  if (spm) {
+    try {
+      m->spm = std::make_unique<SpmEncoder>(*m->pipeline.spm, spec.tokens, m->types, spec.scores, merges, spec.unk_id,
+                                            m->pipeline.ignore_merges);
+    } catch (const LoadError& e) {
+      fail(e.what());  // a regex of the normalizer or the splits
+    }
+  } else {
+    m->bpe = BpeModel(byte_tokens, merges, spec.unk_id);
+  }
   m->tokens = std::move(spec.tokens);
   if (m->bos >= 0) m->bos_token = std::string(m->token_bytes(m->bos));
   if (m->eos >= 0) m->eos_token = std::string(m->token_bytes(m->eos));
@@ -253,14 +337,46 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special_t
   out.reserve(text.size() / 3 + 2);
   if (add_special_tokens && m.add_bos) out.push_back(m.bos);
   Impl::Scratch scratch;
+  std::unique_ptr<SpmEncoderScratch> spm_scratch;
+  if (m.spm) spm_scratch = std::make_unique<SpmEncoderScratch>();
   size_t pos = 0;
   while (pos < text.size()) {
     const SpecialTokenMatcher::Match match = m.specials.find(text, pos);
-    const size_t end = match.length > 0 ? match.begin : text.size();
-    if (end > pos) m.encode_ordinary(text.substr(pos, end - pos), out, scratch);
+    size_t end = match.length > 0 ? match.begin : text.size();
+    const uint8_t strip = match.length > 0 && !m.strip.empty() ? m.strip[size_t(match.id)] : 0;
+    if (strip & kLstrip) {
+      // The whitespace just before the token belongs to it.
+      size_t run_start = end;  // start of the whitespace run that reaches `end`
+      for (size_t i = pos; i < end;) {
+        const size_t w = whitespace_at(text, i);
+        if (w == 0) {
+          run_start = end;
+          i += 1;  // continuation bytes are never whitespace
+        } else {
+          if (run_start == end) run_start = i;
+          i += w;
+        }
+      }
+      end = run_start;
+    }
+    if (end > pos) {
+      if (m.spm) {
+        m.spm->encode(text.substr(pos, end - pos), pos == 0, out, *spm_scratch);
+      } else {
+        m.encode_ordinary(text.substr(pos, end - pos), out, scratch);
+      }
+    }
     if (match.length == 0) break;
     out.push_back(match.id);
     pos = match.begin + match.length;
+    if (strip & kRstrip) {
+      // And so does the whitespace just after it.
+      while (pos < text.size()) {
+        const size_t w = whitespace_at(text, pos);
+        if (w == 0) break;
+        pos += w;
+      }
+    }
   }
   if (add_special_tokens && m.add_eos) out.push_back(m.eos);
   return out;
@@ -275,14 +391,43 @@ namespace {
 }  // namespace
 
 std::string Tokenizer::decode(const std::vector<int32_t>& ids, bool skip_special_tokens) const {
-  const Impl& m = *impl_;
   std::string out;
-  for (int32_t id : ids) {
-    if (id < 0 || size_t(id) >= m.tokens.size()) bad_id(id, m.tokens.size());
-    if (skip_special_tokens && m.is_control(id)) continue;
-    out += m.token_bytes(id);
-  }
+  bool at_start = true;
+  for (int32_t id : ids) append_decoded(id, skip_special_tokens, at_start, out);
   return out;
+}
+
+void Tokenizer::append_decoded(int32_t id, bool skip_special_tokens, bool& at_text_start, std::string& out) const {
+  const Impl& m = *impl_;
+  if (id < 0 || size_t(id) >= m.tokens.size()) bad_id(id, m.tokens.size());
+  if (skip_special_tokens && m.is_control(id)) return;
+  std::string_view bytes = m.token_bytes(id);
+  if (at_text_start && m.pipeline.spm) {
+    switch (m.pipeline.spm->leading_space) {
+      case LeadingSpace::kKeep:
+        break;
+      case LeadingSpace::kStripOne:
+        if (!bytes.empty() && bytes[0] == ' ') bytes.remove_prefix(1);
+        break;
+      case LeadingSpace::kMetaspaceFirstToken:
+        // Every "▁" of the first token goes; a byte token's space stays.
+        if (byte_token_value(m.tokens[size_t(id)]) < 0) {
+          for (char c : bytes) {
+            if (c != ' ') out.push_back(c);
+          }
+          at_text_start = false;
+          return;
+        }
+        break;
+    }
+  }
+  // The text has started once a token with bytes came, even if all of them
+  // were the stripped space.
+  if (!m.token_bytes(id).empty() ||
+      (m.pipeline.spm && m.pipeline.spm->leading_space == LeadingSpace::kMetaspaceFirstToken)) {
+    at_text_start = false;
+  }
+  out.append(bytes);
 }
 
 std::string_view Tokenizer::token_bytes_view(int32_t id) const {

@@ -1,5 +1,8 @@
 // Tokenizer: byte-level BPE (GPT-2 style) for llama.cpp "gpt2"-model GGUF
-// vocabularies and Hugging Face tokenizer.json files.
+// vocabularies and Hugging Face tokenizer.json files, and SentencePiece-style
+// BPE ("▁" for spaces, "<0xXX>" byte fallback) for "llama"-model GGUF
+// vocabularies, tokenizer.json files without ByteLevel and tokenizer.model
+// (core/tokenizer/spm_pipeline.h; the rest of this comment is about the first).
 //
 // encode: special tokens (control / user-defined types, tokenizer.json added
 // tokens) are cut out of the text first as whole tokens; the rest is
@@ -48,6 +51,14 @@ class Tokenizer {
   // ids split a character). skip_special_tokens drops control tokens.
   // Throws nnsight::Error on an id outside [0, vocab_size()).
   std::string decode(const std::vector<int32_t>& ids, bool skip_special_tokens = false) const;
+
+  // Appends what token `id` decodes to at this point of a text: its
+  // token_bytes, except that a SentencePiece-style tokenizer drops the
+  // dummy-prefix space at the start of the text. `at_text_start` is true
+  // until something has been appended (the function clears it). Nothing is
+  // appended for a control token when skip_special_tokens. Throws
+  // nnsight::Error on an id out of range.
+  void append_decoded(int32_t id, bool skip_special_tokens, bool& at_text_start, std::string& out) const;
 
   // Raw bytes of one token ("Ġthe" -> " the"; control tokens -> their text).
   // Throws nnsight::Error on an id out of range.

@@ -9,6 +9,9 @@
 #include <sstream>
 #include <unordered_map>
 
+#include "core/tokenizer/metaspace.h"
+#include "core/tokenizer/normalizer.h"
+#include "core/tokenizer/spm_pipeline.h"
 #include "core/tokenizer/tokenizer.h"
 
 namespace nnsight {
@@ -239,6 +242,223 @@ void parse_post_processor(const JsonFile& f, const json& node, const std::string
   }
 }
 
+// ---- SentencePiece-style files (a BPE model over "▁"-spelled pieces) ----
+
+constexpr const char* kSpaceMark = "\xE2\x96\x81";  // "▁"
+
+// True when the pre_tokenizer node (or a Sequence inside it) has a ByteLevel step.
+bool has_byte_level(const json& node, int depth = 0) {
+  if (!node.is_object() || depth > kMaxNesting) return false;
+  auto t = node.find("type");
+  if (t == node.end() || !t->is_string()) return false;
+  if (*t == "ByteLevel") return true;
+  if (*t != "Sequence") return false;
+  auto list = node.find("pretokenizers");
+  if (list == node.end() || !list->is_array()) return false;
+  for (const json& item : *list) {
+    if (has_byte_level(item, depth + 1)) return true;
+  }
+  return false;
+}
+
+std::string pattern_of(const JsonFile& f, const json& node, const std::string& where, bool& regex) {
+  const json& pattern = f.require(node, "pattern", where);
+  if (pattern.is_object() && pattern.size() == 1) {
+    if (const json* s = f.member(pattern, "String")) {
+      regex = false;
+      return f.string_of(*s, where + ".pattern.String");
+    }
+    if (const json* re = f.member(pattern, "Regex")) {
+      regex = true;
+      return f.string_of(*re, where + ".pattern.Regex");
+    }
+  }
+  f.fail(where + ".pattern must be {\"Regex\": ...} or {\"String\": ...}");
+}
+
+void parse_spm_normalizer(const JsonFile& f, const json& node, const std::string& where,
+                          std::vector<NormalizeRule>& out, int depth = 0) {
+  if (node.is_null()) return;
+  if (depth > kMaxNesting) f.fail(where + ": Sequences nested too deeply");
+  const std::string type = type_of(f, node, where);
+  if (type == "Sequence") {
+    const json& list = f.require(node, "normalizers", where);
+    if (!list.is_array()) f.fail(where + ".normalizers must be an array");
+    for (size_t i = 0; i < list.size(); ++i) {
+      parse_spm_normalizer(f, list[i], where + ".normalizers[" + std::to_string(i) + "]", out, depth + 1);
+    }
+  } else if (type == "Prepend") {
+    out.push_back(NormalizeRule::prepend(f.string_of(f.require(node, "prepend", where), where + ".prepend")));
+  } else if (type == "Replace") {
+    bool regex = false;
+    std::string pattern = pattern_of(f, node, where, regex);
+    if (pattern.empty()) f.fail(where + ".pattern is empty");
+    std::string content = f.string_of(f.require(node, "content", where), where + ".content");
+    out.push_back(regex ? NormalizeRule::replace_regex(std::move(pattern), std::move(content))
+                        : NormalizeRule::replace(std::move(pattern), std::move(content)));
+  } else {
+    f.fail(where + " type '" + type +
+           "' is not supported for a SentencePiece-style tokenizer (supported: Prepend, Replace, Sequence)");
+  }
+}
+
+// Metaspace's prepend scheme: "prepend_scheme", or the older "add_prefix_space" flag.
+PrependScheme prepend_scheme_of(const JsonFile& f, const json& node, const std::string& where) {
+  if (const json* p = f.member(node, "prepend_scheme"); p != nullptr && !p->is_null()) {
+    PrependScheme scheme;
+    const std::string name = f.string_of(*p, where + ".prepend_scheme");
+    if (!parse_prepend_scheme(name, scheme)) {
+      f.fail(where + ".prepend_scheme '" + name + "' is not one of always, first, never");
+    }
+    return scheme;
+  }
+  return f.bool_or(node, "add_prefix_space", true, where) ? PrependScheme::kAlways : PrependScheme::kNever;
+}
+
+void parse_spm_pre_tokenizer(const JsonFile& f, const json& node, const std::string& where, SpmPipeline& out,
+                             int depth = 0) {
+  if (node.is_null()) return;
+  if (depth > kMaxNesting) f.fail(where + ": Sequences nested too deeply");
+  const std::string type = type_of(f, node, where);
+  if (type == "Sequence") {
+    const json& list = f.require(node, "pretokenizers", where);
+    if (!list.is_array()) f.fail(where + ".pretokenizers must be an array");
+    for (size_t i = 0; i < list.size(); ++i) {
+      parse_spm_pre_tokenizer(f, list[i], where + ".pretokenizers[" + std::to_string(i) + "]", out, depth + 1);
+    }
+  } else if (type == "Metaspace") {
+    if (out.metaspace) f.fail(where + ": a second Metaspace is not supported");
+    if (!out.splits.steps.empty()) {
+      f.fail(where + ": a split before Metaspace is not supported (Metaspace must come first)");
+    }
+    Metaspace m;
+    if (const json* r = f.member(node, "replacement"); r != nullptr && !r->is_null()) {
+      m.replacement = f.string_of(*r, where + ".replacement");
+    }
+    if (m.replacement != kSpaceMark) f.fail(where + ".replacement '" + m.replacement + "' is not supported (only ▁)");
+    m.prepend_scheme = prepend_scheme_of(f, node, where);
+    m.split = f.bool_or(node, "split", true, where);
+    out.metaspace = m;
+  } else if (type == "Split" || type == "Digits") {
+    bool byte_level = false;
+    parse_pre_tokenizer(f, node, where, out.splits, byte_level, depth);
+  } else {
+    f.fail(where + " type '" + type +
+           "' is not supported for a SentencePiece-style tokenizer (supported: Metaspace, Split, Digits, Sequence)");
+  }
+}
+
+struct SpmDecoderParts {
+  bool replace = false, byte_fallback = false, fuse = false;
+  std::optional<LeadingSpace> leading;
+};
+
+void parse_spm_decoder(const JsonFile& f, const json& node, const std::string& where, SpmDecoderParts& out,
+                       int depth = 0) {
+  if (depth > kMaxNesting) f.fail(where + ": Sequences nested too deeply");
+  const std::string type = type_of(f, node, where);
+  if (type == "Sequence") {
+    const json& list = f.require(node, "decoders", where);
+    if (!list.is_array()) f.fail(where + ".decoders must be an array");
+    for (size_t i = 0; i < list.size(); ++i) {
+      parse_spm_decoder(f, list[i], where + ".decoders[" + std::to_string(i) + "]", out, depth + 1);
+    }
+  } else if (type == "Replace") {
+    bool regex = false;
+    const std::string pattern = pattern_of(f, node, where, regex);
+    const std::string content = f.string_of(f.require(node, "content", where), where + ".content");
+    if (regex || pattern != kSpaceMark || content != " ") {
+      f.fail(where + ": only Replace of \"▁\" with \" \" is supported");
+    }
+    out.replace = true;
+  } else if (type == "ByteFallback") {
+    out.byte_fallback = true;
+  } else if (type == "Fuse") {
+    out.fuse = true;
+  } else if (type == "Strip") {
+    const std::string content = f.string_of(f.require(node, "content", where), where + ".content");
+    const json& start = f.require(node, "start", where);
+    const json& stop = f.require(node, "stop", where);
+    if (content != " " || !start.is_number_integer() || !stop.is_number_integer() || start.get<int64_t>() > 1 ||
+        start.get<int64_t>() < 0 || stop.get<int64_t>() != 0) {
+      f.fail(where + ": only Strip(\" \", start 0 or 1, stop 0) is supported");
+    }
+    if (start.get<int64_t>() == 1) {
+      // Before Fuse it would strip every token; after it, the text's start.
+      if (!out.fuse) f.fail(where + ": Strip before Fuse is not supported");
+      out.leading = LeadingSpace::kStripOne;
+    }
+  } else if (type == "Metaspace") {
+    if (const json* r = f.member(node, "replacement"); r != nullptr && !r->is_null()) {
+      if (f.string_of(*r, where + ".replacement") != kSpaceMark) {
+        f.fail(where + ".replacement is not supported (only ▁)");
+      }
+    }
+    out.replace = true;
+    out.leading = prepend_scheme_of(f, node, where) == PrependScheme::kNever ? LeadingSpace::kKeep
+                                                                             : LeadingSpace::kMetaspaceFirstToken;
+  } else {
+    f.fail(where + " type '" + type +
+           "' is not supported for a SentencePiece-style tokenizer (supported: Replace, ByteFallback, Fuse, Strip, "
+           "Metaspace, Sequence)");
+  }
+}
+
+// The SentencePiece-style pipeline a tokenizer.json spells out.
+SpmPipeline parse_spm_pipeline(const JsonFile& f, const json& root, const json& model) {
+  SpmPipeline p;
+  p.merge_by_score = false;
+  p.byte_fallback = f.bool_or(model, "byte_fallback", false, "model");
+  p.fuse_unk = f.bool_or(model, "fuse_unk", false, "model");
+  if (const json* norm = f.member(root, "normalizer")) parse_spm_normalizer(f, *norm, "normalizer", p.normalizer);
+  if (const json* pre = f.member(root, "pre_tokenizer")) parse_spm_pre_tokenizer(f, *pre, "pre_tokenizer", p);
+  const json* dec = f.member(root, "decoder");
+  if (dec == nullptr || dec->is_null()) {
+    f.fail("decoder is missing: a SentencePiece-style tokenizer needs one that turns \"▁\" into spaces");
+  }
+  SpmDecoderParts parts;
+  parse_spm_decoder(f, *dec, "decoder", parts);
+  if (!parts.replace) f.fail("decoder does not turn \"▁\" into spaces (Replace or Metaspace)");
+  if (p.byte_fallback && !parts.byte_fallback) {
+    f.fail("model.byte_fallback is set but the decoder has no ByteFallback step");
+  }
+  p.leading_space = parts.leading.value_or(LeadingSpace::kKeep);
+  return p;
+}
+
+// transformers 5 rebuilds the pipeline of some tokenizer classes whatever
+// tokenizer.json says (LlamaTokenizer: Metaspace with prepend_scheme "first",
+// or "always" when tokenizer_config.json sets legacy: true; GemmaTokenizer:
+// spaces replaced, nothing prepended). This applies the same, so ids match
+// what AutoTokenizer returns.
+void apply_tokenizer_class(const JsonFile& cfg, SpmPipeline& p, bool& ignore_merges) {
+  const json* cls = cfg.member(cfg.root(), "tokenizer_class");
+  if (cls == nullptr || !cls->is_string()) return;
+  const std::string name = cls->get<std::string>();
+  if (name == "LlamaTokenizer" || name == "LlamaTokenizerFast") {
+    const bool add_prefix_space = cfg.bool_or(cfg.root(), "add_prefix_space", true, "");
+    const bool legacy = cfg.bool_or(cfg.root(), "legacy", false, "");
+    p.normalizer.clear();
+    p.splits.steps.clear();
+    Metaspace m;
+    m.prepend_scheme =
+        !add_prefix_space ? PrependScheme::kNever : (legacy ? PrependScheme::kAlways : PrependScheme::kFirst);
+    m.split = false;
+    p.metaspace = m;
+    p.byte_fallback = true;
+    p.fuse_unk = true;
+    p.leading_space = add_prefix_space ? LeadingSpace::kStripOne : LeadingSpace::kKeep;
+    ignore_merges = false;
+  } else if (name == "GemmaTokenizer" || name == "GemmaTokenizerFast") {
+    p.normalizer = {NormalizeRule::replace(" ", kSpaceMark)};
+    p.splits.steps.clear();
+    p.metaspace.reset();
+    p.byte_fallback = true;
+    p.leading_space = LeadingSpace::kKeep;
+    ignore_merges = false;
+  }
+}
+
 }  // namespace
 
 HfTokenizerFiles read_hf_tokenizer_json(const std::string& path) {
@@ -264,9 +484,14 @@ HfTokenizerFiles read_hf_tokenizer_json(const std::string& path) {
       f.fail(std::string("model.") + key + " is not supported by byte-level BPE");
     }
   }
-  if (f.bool_or(model, "byte_fallback", false, "model")) {
-    f.fail("model.byte_fallback is not supported (it belongs to SentencePiece-style BPE)");
-  }
+  // Neither a ByteLevel pre-tokenizer nor a ByteLevel decoder: pieces are
+  // spelled with "▁" (SentencePiece style).
+  const json* pre_node = f.member(root, "pre_tokenizer");
+  const json* dec_node = f.member(root, "decoder");
+  const bool byte_level_decoder =
+      dec_node != nullptr && dec_node->is_object() && dec_node->contains("type") && (*dec_node)["type"] == "ByteLevel";
+  const bool spm = !(pre_node != nullptr && has_byte_level(*pre_node)) && !byte_level_decoder;
+  if (spm) result.pipeline.spm = parse_spm_pipeline(f, root, model);
   result.pipeline.ignore_merges = f.bool_or(model, "ignore_merges", false, "model");
 
   const json& vocab = f.require_object(model, "vocab", "model");
@@ -303,14 +528,16 @@ HfTokenizerFiles read_hf_tokenizer_json(const std::string& path) {
     const int32_t id = f.id_of(f.require(t, "id", where), where + ".id");
     std::string content = f.string_of(f.require(t, "content", where), where + ".content");
     if (content.empty()) f.fail(where + ".content is empty");
-    for (const char* flag : {"single_word", "lstrip", "rstrip"}) {
-      if (f.bool_or(t, flag, false, where)) {
-        f.fail(where + " ('" + content + "') sets " + flag + ", which is not supported");
-      }
+    if (f.bool_or(t, "single_word", false, where)) {
+      f.fail(where + " ('" + content + "') sets single_word, which is not supported");
     }
+    if (f.bool_or(t, "lstrip", false, where)) spec.lstrip_ids.push_back(id);
+    if (f.bool_or(t, "rstrip", false, where)) spec.rstrip_ids.push_back(id);
     // An added token usually repeats a vocabulary entry; its text wins.
     place(id, std::move(content), where, true);
     added_ids.emplace_back(id, f.bool_or(t, "special", false, where));
+    // Hugging Face matches "normalized" added tokens in the normalized text.
+    if (spm && f.bool_or(t, "normalized", false, where)) result.pipeline.spm->normalized_tokens.push_back(id);
   }
   spec.tokens.resize(by_id.size());
   spec.token_types.assign(by_id.size(), kTypeNormal);
@@ -345,9 +572,7 @@ HfTokenizerFiles read_hf_tokenizer_json(const std::string& path) {
     } else if (m.is_array() && m.size() == 2) {
       const std::string a = f.string_of(m[0], where + "[0]");
       const std::string b = f.string_of(m[1], where + "[1]");
-      if (a.empty() || b.empty() || a.find(' ') != std::string::npos || b.find(' ') != std::string::npos) {
-        f.fail(where + ": tokens that are empty or contain a space are not supported in merges");
-      }
+      if (a.empty() || b.empty()) f.fail(where + ": a merge of an empty token");
       spec.merges.push_back(a + " " + b);
     } else {
       f.fail(where + " must be a \"left right\" string or a [left, right] pair");
@@ -357,8 +582,8 @@ HfTokenizerFiles read_hf_tokenizer_json(const std::string& path) {
     spec.unk_id = resolve(f.string_of(*unk, "model.unk_token"), "model.unk_token");
   }
 
-  // ---- normalizer, pre-tokenizer, decoder ----
-  if (const json* norm = f.member(root, "normalizer"); norm != nullptr && !norm->is_null()) {
+  // ---- normalizer, pre-tokenizer, decoder (SentencePiece style: parsed above) ----
+  if (const json* norm = f.member(root, "normalizer"); !spm && norm != nullptr && !norm->is_null()) {
     const std::string type = type_of(f, *norm, "normalizer");
     const json* list = type == "Sequence" ? f.member(*norm, "normalizers") : nullptr;
     if (!(list != nullptr && list->is_array() && list->empty())) {
@@ -367,13 +592,13 @@ HfTokenizerFiles read_hf_tokenizer_json(const std::string& path) {
   }
   const json* pre = f.member(root, "pre_tokenizer");
   bool byte_level = false;
-  if (pre != nullptr && !pre->is_null()) {
+  if (!spm && pre != nullptr && !pre->is_null()) {
     parse_pre_tokenizer(f, *pre, "pre_tokenizer", result.pipeline.pre_tokenizer, byte_level);
   }
-  if (!byte_level) {
+  if (!spm && !byte_level) {
     f.fail("pre_tokenizer has no ByteLevel step: not a byte-level BPE tokenizer");
   }
-  if (const json* dec = f.member(root, "decoder"); dec != nullptr && !dec->is_null()) {
+  if (const json* dec = f.member(root, "decoder"); !spm && dec != nullptr && !dec->is_null()) {
     const std::string type = type_of(f, *dec, "decoder");
     if (type != "ByteLevel") {
       f.fail("decoder type '" + type + "' is not supported (only ByteLevel)");
@@ -415,6 +640,7 @@ HfTokenizerFiles read_hf_tokenizer_json(const std::string& path) {
     if (spec.add_bos && spec.bos_id < 0) cfg.fail("add_bos_token is true but there is no bos_token");
     if (spec.add_eos && spec.eos_id < 0) cfg.fail("add_eos_token is true but there is no eos_token");
     spec.chat_template = config_chat_template(cfg);
+    if (spm) apply_tokenizer_class(cfg, *result.pipeline.spm, result.pipeline.ignore_merges);
   }
   // Newer transformers save the template beside the config instead.
   if (spec.chat_template.empty()) {

@@ -4,10 +4,12 @@
 // spells one out.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <utility>
 
 #include "core/tokenizer/pre_tokenizer.h"
+#include "core/tokenizer/spm_pipeline.h"
 
 namespace nnsight {
 
@@ -16,6 +18,9 @@ struct TokenizerPipeline {
   // A piece that is itself a vocabulary token is emitted as that token without
   // running the merges (Hugging Face BPE `ignore_merges`; Llama 3 sets it).
   bool ignore_merges = false;
+  // Set for SentencePiece-style tokenizers, which then ignore pre_tokenizer
+  // (core/tokenizer/spm_pipeline.h).
+  std::optional<SpmPipeline> spm;
 
   TokenizerPipeline& add_step(PreTokenizeStep step) {
     pre_tokenizer.steps.push_back(std::move(step));

@@ -436,8 +436,24 @@ TEST(GgufWeights, TokenizerSpecFromMetadata) {
   EXPECT_EQ(GgufWeights(p).tokenizer_spec().pre, "default");
 
   GgufWriter w5 = minimal_llama();
-  w5.kv_string("tokenizer.ggml.model", "llama").kv_strings("tokenizer.ggml.tokens", {"a"}).write(p);
-  expect_load_error([&] { GgufWeights(p).tokenizer_spec(); }, {p, "tokenizer.ggml.model", "'llama'"});
+  w5.kv_string("tokenizer.ggml.model", "t5").kv_strings("tokenizer.ggml.tokens", {"a"}).write(p);
+  expect_load_error([&] { GgufWeights(p).tokenizer_spec(); }, {p, "tokenizer.ggml.model", "'t5'"});
+  // SentencePiece vocabularies ("llama") need their scores...
+  GgufWriter w5b = minimal_llama();
+  w5b.kv_string("tokenizer.ggml.model", "llama").kv_strings("tokenizer.ggml.tokens", {"a"}).write(p);
+  expect_load_error([&] { GgufWeights(p).tokenizer_spec(); }, {p, "tokenizer.ggml.scores", "is missing"});
+  // ... and add BOS and a dummy prefix unless told otherwise.
+  GgufWriter w5c = minimal_llama();
+  w5c.kv_string("tokenizer.ggml.model", "llama")
+      .kv_strings("tokenizer.ggml.tokens", {"<s>", "a"})
+      .kv_f32s("tokenizer.ggml.scores", {0.0f, -1.0f})
+      .kv_u32("tokenizer.ggml.bos_token_id", 0)
+      .write(p);
+  TokenizerSpec s5 = GgufWeights(p).tokenizer_spec();
+  EXPECT_EQ(s5.model, "llama");
+  EXPECT_EQ(s5.scores, (std::vector<float>{0.0f, -1.0f}));
+  EXPECT_TRUE(s5.add_bos);
+  EXPECT_TRUE(s5.add_space_prefix);
 
   GgufWriter w6 = minimal_llama();
   w6.kv_string("tokenizer.ggml.model", "gpt2")

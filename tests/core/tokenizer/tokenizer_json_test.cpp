@@ -225,8 +225,8 @@ TEST(TokenizerJson, BadFilesAreLoadErrorsNamingFileAndProblem) {
   expect_load_error(with([](json& j) { j["model"]["vocab"]["hello"] = "x"; }).dump(),
                     "model.vocab[\"hello\"] must be an integer");
   expect_load_error(with([](json& j) { j["model"]["vocab"]["zzz"] = 1000000; }).dump(), "id 1000000 leaves holes");
-  expect_load_error(with([](json& j) { j["added_tokens"][0]["lstrip"] = true; }).dump(),
-                    "sets lstrip, which is not supported");
+  expect_load_error(with([](json& j) { j["added_tokens"][0]["single_word"] = true; }).dump(),
+                    "sets single_word, which is not supported");
   expect_load_error(with([](json& j) {
                       json node = {{"type", "ByteLevel"}};
                       for (int i = 0; i < 40; ++i) {
