@@ -11,6 +11,7 @@
 #include "core/tokenizer/byte_level.h"
 #include "core/tokenizer/pre_tokenizer.h"
 #include "core/tokenizer/special_token_matcher.h"
+#include "core/tokenizer/unicode_normalizer.h"
 #include "core/tokenizer/utf8.h"
 
 namespace nnsight {
@@ -68,6 +69,7 @@ struct Tokenizer::Impl {
     BpeScratch bpe;
     std::vector<Piece> pieces;
     std::string piece_bytes;  // a piece with its virtual prefix space, or a lookup key
+    std::string normalized;   // the text between special tokens, normalized
   };
 
   void encode_piece(std::string_view piece, std::vector<int32_t>& out, Scratch& s) const;
@@ -257,7 +259,11 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special_t
   while (pos < text.size()) {
     const SpecialTokenMatcher::Match match = m.specials.find(text, pos);
     const size_t end = match.length > 0 ? match.begin : text.size();
-    if (end > pos) m.encode_ordinary(text.substr(pos, end - pos), out, scratch);
+    if (end > pos) {
+      const std::string_view segment = text.substr(pos, end - pos);
+      const bool changed = unicode_normalize(segment, m.pipeline.normalization, scratch.normalized);
+      m.encode_ordinary(changed ? std::string_view(scratch.normalized) : segment, out, scratch);
+    }
     if (match.length == 0) break;
     out.push_back(match.id);
     pos = match.begin + match.length;

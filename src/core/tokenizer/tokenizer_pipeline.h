@@ -6,8 +6,10 @@
 
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "core/tokenizer/pre_tokenizer.h"
+#include "core/tokenizer/unicode_normalizer.h"
 
 namespace nnsight {
 
@@ -16,6 +18,9 @@ struct TokenizerPipeline {
   // A piece that is itself a vocabulary token is emitted as that token without
   // running the merges (Hugging Face BPE `ignore_merges`; Llama 3 sets it).
   bool ignore_merges = false;
+  // Applied to the text between special tokens before pre-tokenization
+  // (tokenizer.json "normalizer": NFC for Qwen2, GPT-NeoX, Command-R).
+  UnicodeNormalization normalization = UnicodeNormalization::kNone;
 
   TokenizerPipeline& add_step(PreTokenizeStep step) {
     pre_tokenizer.steps.push_back(std::move(step));
@@ -26,11 +31,14 @@ struct TokenizerPipeline {
     return *this;
   }
 
-  // The pipeline llama.cpp uses for a tokenizer.ggml.pre name: "gpt2",
-  // "smollm" (and "starcoder", "refact", which split the same way),
-  // "llama-bpe" / "llama3" / "llama-v3", "qwen2", "default". Throws LoadError naming the
-  // pre-tokenizer otherwise.
+  // The pipeline for a tokenizer.ggml.pre name as llama.cpp spells it
+  // ("gpt-2", "llama-bpe", "qwen2", "deepseek-llm", "tekken", ... and the
+  // older "gpt2"): the pre-tokenizer of that family's tokenizer.json
+  // (pre_tokenizer_names.cpp; docs/tokenizer.md lists them). Throws LoadError
+  // naming the name, and listing the known ones when it is unknown.
   static TokenizerPipeline for_pre_name(const std::string& name);
+  // Every name for_pre_name accepts.
+  static std::vector<std::string> known_pre_names();
 };
 
 // The GPT-2 split regex, as Hugging Face's ByteLevel pre-tokenizer applies it.
