@@ -8,8 +8,9 @@ rebuilt in `tokenizers` from its tokenizer.json configuration -- the exact
 normalizer, pre_tokenizer (Split regexes, Digits, Punctuation, ByteLevel
 settings), decoder and post_processor (BOS template) -- with a small
 vocabulary trained by `tokenizers`' own BPE trainer on TRAIN_TEXT (the hard
-corpus below plus some ordinary English and code). For each family this
-writes
+corpus below plus some ordinary English and code) -- except Tekken, which
+gets the first TEKKEN_RANKS ranks of its real vocabulary from the
+`mistral-common` package. For each family this writes
 
   <family>/tokenizer.json   as `tokenizers` saves it
   <family>/tokenizer.gguf   the same vocabulary as llama.cpp's converter stores
@@ -22,7 +23,7 @@ The C++ test loads both files and checks that both give these ids and decode
 back. Regenerate with
 
   python3 -m venv ~/.cache/nnsight/pretok-venv
-  ~/.cache/nnsight/pretok-venv/bin/pip install tokenizers==0.23.3 gguf==0.19.0
+  ~/.cache/nnsight/pretok-venv/bin/pip install tokenizers==0.23.3 gguf==0.19.0 mistral-common==1.13.1
   ~/.cache/nnsight/pretok-venv/bin/python tests/data/tokenizer/bpe_families/make_golden.py
 """
 import json
@@ -37,6 +38,8 @@ from tokenizers import processors, trainers
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 VOCAB_SIZE = 1200
+# Tekken is the one family whose real vocabulary ships on PyPI (mistral-common).
+TEKKEN_RANKS = 6000
 
 # ---- the families' patterns, as their tokenizer.json / tiktoken files spell them ----
 CONTRACTIONS = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)"
@@ -138,8 +141,9 @@ FAMILIES = [
     ("falcon", "falcon", None,
      pt.Sequence([pt.Punctuation("contiguous"), byte_level(True), pt.Digits(individual_digits=False),
                   split("[0-9][0-9][0-9]")]), False, [">>TITLE<<", ">>ABSTRACT<<", "<|endoftext|>"], None, True),
-    ("tekken", "tekken", None, splits_then_bytes(TEKKEN), True, ["<unk>", "<s>", "</s>", "[INST]", "[/INST]"],
-     "<s>", True),
+    ("tekken", "tekken", None, splits_then_bytes(TEKKEN), True,
+     ["<unk>", "<s>", "</s>", "[INST]", "[/INST]", "[AVAILABLE_TOOLS]", "[/AVAILABLE_TOOLS]", "[TOOL_RESULTS]",
+      "[/TOOL_RESULTS]", "[TOOL_CALLS]"], "<s>", True),
     ("gpt4o", "gpt-4o", None, splits_then_bytes(O200K), False, ["<|endoftext|>", "<|im_start|>"], None, True),
     ("tiny_aya", "tiny_aya", None, splits_then_bytes(TINY_AYA_DIGITS, O200K), False, ["<BOS_TOKEN>"],
      "<BOS_TOKEN>", True),
@@ -240,8 +244,56 @@ def train_text():
     return text
 
 
+def byte_level_spelling(data):
+    """Bytes in the GPT-2 byte alphabet, as tokenizer.json vocabularies spell them."""
+    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("\u00a1"), ord("\u00ac") + 1)) + \
+        list(range(ord("\u00ae"), ord("\u00ff") + 1))
+    cs = bs[:]
+    n = 0
+    for b in range(256):
+        if b not in bs:
+            bs.append(b)
+            cs.append(256 + n)
+            n += 1
+    table = {b: chr(c) for b, c in zip(bs, cs)}
+    return "".join(table[b] for b in data)
+
+
+def tekken_vocab(specials):
+    """The first TEKKEN_RANKS ranks of the real Tekken vocabulary (mistral-common's
+    tekken_240911.json), after its 1000 special-token ids, as a BPE vocabulary with
+    merges derived the way transformers converts tiktoken files: every split of a
+    token into two lower-ranked tokens is a merge, ordered by the merged token's rank."""
+    import base64
+    import mistral_common
+    path = os.path.join(os.path.dirname(mistral_common.__file__), "data", "tekken_240911.json")
+    with open(path, encoding="utf-8") as f:
+        data = json.load(f)
+    assert data["config"]["pattern"] == TEKKEN, "mistral-common's Tekken pattern changed"
+    n_special = data["config"]["default_num_special_tokens"]
+    ranked = [base64.b64decode(v["token_bytes"]) for v in data["vocab"][:TEKKEN_RANKS]]
+    rank = {b: r for r, b in enumerate(ranked)}
+    vocab = {}
+    for i in range(n_special):
+        vocab[specials[i] if i < len(specials) else f"<SPECIAL_{i}>"] = i
+    for r, b in enumerate(ranked):
+        vocab[byte_level_spelling(b)] = n_special + r
+    merges = []
+    for r, b in enumerate(ranked):
+        if len(b) < 2:
+            continue
+        splits = [(rank[b[:k]], rank[b[k:]]) for k in range(1, len(b)) if b[:k] in rank and b[k:] in rank]
+        for left, right in sorted(s for s in splits if s[0] < r and s[1] < r):
+            merges.append((r, left, right))
+    merges.sort()
+    merges = [(byte_level_spelling(ranked[left]), byte_level_spelling(ranked[right])) for _, left, right in merges]
+    return vocab, merges, n_special
+
+
 def build(fam):
     name, pre_name, normalizer, pre, ignore_merges, specials, bos, has_json = fam
+    if name == "tekken":
+        return build_tekken(fam)
     tok = Tokenizer(models.BPE())
     if normalizer is not None:
         tok.normalizer = normalizer
@@ -262,6 +314,19 @@ def build(fam):
     return tok
 
 
+def build_tekken(fam):
+    name, pre_name, normalizer, pre, ignore_merges, specials, bos, has_json = fam
+    vocab, merges, n_special = tekken_vocab(specials)
+    tok = Tokenizer(models.BPE(vocab=vocab, merges=merges, ignore_merges=ignore_merges))
+    tok.pre_tokenizer = pre
+    tok.decoder = decoders.ByteLevel()
+    special_names = [t for t, i in sorted(vocab.items(), key=lambda kv: kv[1])[:n_special]]
+    tok.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in special_names])
+    tok.post_processor = processors.TemplateProcessing(
+        single=bos + " $A", pair=bos + " $A " + bos + " $B", special_tokens=[(bos, tok.token_to_id(bos))])
+    return tok
+
+
 def write_gguf(path, fam, tok):
     name, pre_name, _, _, _, specials, bos, _ = fam
     j = json.loads(tok.to_str())
@@ -274,7 +339,8 @@ def write_gguf(path, fam, tok):
             tokens.append(None)
         tokens[added["id"]] = added["content"]
     assert all(t is not None for t in tokens)
-    types = [3 if t in specials else 1 for t in tokens]
+    special_ids = {a["id"] for a in j["added_tokens"] if a["special"]}
+    types = [3 if i in special_ids else 1 for i in range(len(tokens))]
     merges = [m if isinstance(m, str) else " ".join(m) for m in j["model"]["merges"]]
     w = gguf.GGUFWriter(path, "llama")
     w.add_tokenizer_model("gpt2")
