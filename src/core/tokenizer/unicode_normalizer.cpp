@@ -28,9 +28,9 @@ utf8proc_option_t options_of(UnicodeNormalization form) {
   TORCH_CHECK(false, "unicode_normalize: no options for form ", static_cast<int>(form));
 }
 
-// Every code point below U+0300 is unchanged by NFC and NFD and never
-// combines with a neighbour; its UTF-8 lead byte is below 0xCC. (NFKC/NFKD
-// change some Latin-1 characters, e.g. U+00BD, so they get no shortcut.)
+// Every code point below U+0300 is unchanged by NFC and never combines with
+// a preceding character; its UTF-8 lead byte is below 0xCC. (NFD and NFKD
+// decompose "é", NFKC changes U+00BD: they get no shortcut.)
 bool below_combining_marks(std::string_view text) {
   for (char c : text) {
     if (static_cast<uint8_t>(c) >= 0xCC) return false;
@@ -68,7 +68,7 @@ const char* unicode_normalization_name(UnicodeNormalization form) {
 
 bool unicode_normalize(std::string_view text, UnicodeNormalization form, std::string& out) {
   if (form == UnicodeNormalization::kNone) return false;
-  if ((form == UnicodeNormalization::kNfc || form == UnicodeNormalization::kNfd) && below_combining_marks(text)) {
+  if (form == UnicodeNormalization::kNfc && below_combining_marks(text)) {
     return false;
   }
   const utf8proc_option_t options = options_of(form);

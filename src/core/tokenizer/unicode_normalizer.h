@@ -17,10 +17,10 @@ enum class UnicodeNormalization { kNone, kNfc, kNfd, kNfkc, kNfkd };
 const char* unicode_normalization_name(UnicodeNormalization form);
 
 // Writes `text` in normal form `form` to `out` (replacing its contents).
-// Returns false, leaving `out` untouched, when `text` is already in that form
-// as far as a quick scan can tell (for NFC and NFD: no byte of a code point
-// at or above U+0300, below which every character is stable), so that the
-// common ASCII case costs one pass and no copy.
+// Returns false, leaving `out` untouched, when `text` is known to be in that
+// form already without normalizing it: kNone, and for NFC text with no code
+// point at or above U+0300 (below which every character is NFC-stable), so
+// that the common ASCII and Latin-1 case costs one pass and no copy.
 bool unicode_normalize(std::string_view text, UnicodeNormalization form, std::string& out);
 
 }  // namespace nnsight

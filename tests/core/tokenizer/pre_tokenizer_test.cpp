@@ -120,7 +120,7 @@ TEST(PreTokenizer, StepAfterByteLevelSeesTheByteAlphabet) {
 
 TEST(PreTokenizer, EveryLlamaCppNameCompiles) {
   const std::vector<std::string> names = TokenizerPipeline::known_pre_names();
-  EXPECT_GE(names.size(), 90u);
+  EXPECT_GE(names.size(), 80u);
   for (const std::string& name : names) {
     SCOPED_TRACE(name);
     const TokenizerPipeline p = TokenizerPipeline::for_pre_name(name);
