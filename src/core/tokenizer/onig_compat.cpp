@@ -119,7 +119,10 @@ std::string onig_to_pcre2(std::string_view p) {
       // are copied into the enclosing class (BLOOM's "[^(\s|[.,!?])]").
       ++nested;
       ++i;
-      if (i < p.size() && p[i] == ']') out += p[i++];  // "[]...]": a literal ']'
+      if (i < p.size() && p[i] == ']') {  // "[]...]": a literal ']', escaped in the flat class
+        out += "\\]";
+        ++i;
+      }
       continue;
     }
     if (in_class && c == ']') {
