@@ -94,6 +94,15 @@ TEST(BpeFamiliesTokenizer, DecodeGivesTheTextBackUnlessNormalized) {
   }
 }
 
+TEST(BpeFamiliesTokenizer, KimiK2GgufWithoutMergesMergesByRank) {
+  // As llama.cpp writes Kimi K2: a tiktoken vocabulary, no merges; the
+  // merges come from the ranks (ids), checked against tokenizers above.
+  GgufFile file(kDir + "/kimi_k2/tokenizer.gguf");
+  EXPECT_EQ(file.find("tokenizer.ggml.merges"), nullptr);
+  const Tokenizer t(tokenizer_spec_from_gguf(file));
+  EXPECT_LT(t.encode("the the the", false).size(), 6u);
+}
+
 TEST(BpeFamiliesTokenizer, NfcFamiliesComposeBeforeSplitting) {
   const Tokenizer qwen = from_gguf("qwen2");
   // "e" + U+0301 and "é" are the same text after NFC.

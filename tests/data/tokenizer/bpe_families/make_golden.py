@@ -311,7 +311,30 @@ def build(fam):
         j = json.loads(tok.to_str())
         j["model"]["ignore_merges"] = True
         tok = Tokenizer.from_str(json.dumps(j))
+    if name == "kimi_k2":
+        tok = with_rank_merges(tok)
     return tok
+
+
+def with_rank_merges(tok):
+    """Kimi K2 is a tiktoken vocabulary: its GGUF has ranks (ids) and no merges.
+    Replaces the trained merges by the ones derived from the ranks as transformers
+    converts tiktoken files (every split into two lower-ranked tokens, ordered by
+    the merged token's rank, then the parts' ranks)."""
+    j = json.loads(tok.to_str())
+    vocab = j["model"]["vocab"]
+    specials = {a["content"] for a in j["added_tokens"]}
+    vocab = {t: i for t, i in vocab.items() if t not in specials}  # special tokens take no part
+    spelled = {i: t for t, i in vocab.items()}
+    merges = []
+    for t, i in vocab.items():
+        for k in range(1, len(t)):
+            left, right = vocab.get(t[:k]), vocab.get(t[k:])
+            if left is not None and right is not None and left < i and right < i:
+                merges.append((i, left, right))
+    merges.sort()
+    j["model"]["merges"] = [[spelled[left], spelled[right]] for _, left, right in merges]
+    return Tokenizer.from_str(json.dumps(j))
 
 
 def build_tekken(fam):
@@ -347,7 +370,8 @@ def write_gguf(path, fam, tok):
     w.add_tokenizer_pre(pre_name)
     w.add_token_list(tokens)
     w.add_token_types(types)
-    w.add_token_merges(merges)
+    if name != "kimi_k2":  # llama.cpp writes Kimi K2 without merges
+        w.add_token_merges(merges)
     if bos is not None:
         w.add_bos_token_id(tokens.index(bos))
         w.add_add_bos_token(True)
