@@ -4,6 +4,7 @@
 #include <pcre2.h>
 
 #include <algorithm>
+#include <array>
 #include <nnsight/error.hpp>
 #include <utility>
 
@@ -180,13 +181,16 @@ void PreTokenizer::apply_split(size_t step_index, std::string_view text, const P
   std::string_view haystack = subject;
   std::vector<size_t>& to_subject = scratch.mapped_to_subject_;
   if (step.byte_level_view) {
+    static const std::array<std::string, 256> kSpelling = [] {
+      std::array<std::string, 256> t;
+      for (int b = 0; b < 256; ++b) t[size_t(b)] = utf8_encode(byte_level_code_point(static_cast<uint8_t>(b)));
+      return t;
+    }();
     scratch.mapped_.clear();
     to_subject.clear();
     for (size_t k = 0; k < subject.size(); ++k) {
-      const size_t before = scratch.mapped_.size();
-      scratch.mapped_ += utf8_encode(byte_level_code_point(static_cast<uint8_t>(subject[k])));
+      scratch.mapped_ += kSpelling[static_cast<uint8_t>(subject[k])];
       to_subject.resize(scratch.mapped_.size(), k);
-      to_subject[before] = k;
     }
     to_subject.push_back(subject.size());
     haystack = scratch.mapped_;
