@@ -52,6 +52,8 @@ find_package(nlohmann_json 3.10 REQUIRED)
 find_package(cereal QUIET)
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(PCRE2 REQUIRED IMPORTED_TARGET libpcre2-8)
+# utf8proc: Unicode normalization (NFC...) for tokenizer.json normalizers.
+pkg_check_modules(UTF8PROC REQUIRED IMPORTED_TARGET libutf8proc)
 find_package(absl REQUIRED)
 # OpenSSL's libcrypto: HMAC-SHA256 and random challenges for worker authentication.
 find_package(OpenSSL REQUIRED COMPONENTS Crypto)
@@ -74,7 +76,7 @@ message(STATUS "nnsight: LibTorch ${Torch_VERSION} from ${TORCH_INSTALL_PREFIX}"
 
 add_library(nnsight_private_deps INTERFACE)
 target_link_libraries(nnsight_private_deps INTERFACE
-  Boost::context nlohmann_json::nlohmann_json cereal::cereal PkgConfig::PCRE2
+  Boost::context nlohmann_json::nlohmann_json cereal::cereal PkgConfig::PCRE2 PkgConfig::UTF8PROC
   absl::flat_hash_map absl::inlined_vector OpenSSL::Crypto
   Threads::Threads ${CMAKE_DL_LIBS} rt)
 

@@ -4,6 +4,8 @@
 
 #include <nnsight/error.hpp>
 
+#include "core/tokenizer/rank_merges.h"
+
 namespace nnsight {
 namespace {
 
@@ -72,6 +74,8 @@ TokenizerSpec tokenizer_spec_from_gguf(const GgufFile& f) {
   // llama.cpp treats a missing pre-tokenizer name as "default" (SentencePiece
   // vocabularies have none).
   spec.pre = f.get_string_or("tokenizer.ggml.pre", "default");
+  // Kimi K2's converter stores a tiktoken vocabulary: ranks, no merges.
+  if (spec.merges.empty() && spec.pre == "kimi-k2") spec.merges = merges_from_ranks(spec.tokens, spec.token_types);
   const size_t vocab = spec.tokens.size();
   spec.bos_id = special_id(f, "tokenizer.ggml.bos_token_id", vocab);
   spec.eos_id = special_id(f, "tokenizer.ggml.eos_token_id", vocab);

@@ -4,8 +4,12 @@
 //   \s  Oniguruma: Unicode White_Space. PCRE2 (UCP): also U+180E MONGOLIAN
 //       VOWEL SEPARATOR, which Unicode dropped from White_Space in 6.3.
 //   \h  Oniguruma: a hex digit. PCRE2: horizontal whitespace.
-// This rewrites those escapes (and \S, \H) into explicit classes so the
-// pattern matches what Oniguruma would. Remaining known differences: \w and \b
+//   \p{Han} (any script) Oniguruma: the Script property. PCRE2 10.40 on: the
+//       wider Script_Extensions, unless written \p{sc:Han}.
+//   [a[bc]] Oniguruma: a nested set, the union. PCRE2: '[' is a literal.
+// This rewrites those escapes (and \S, \H) into explicit classes, scripts
+// into "sc:" form and flattens nested positive sets, so the pattern matches
+// what Oniguruma would. Class intersection ("&&") is not rewritten. Remaining known differences: \w and \b
 // (Oniguruma's "word" set is wider), \S inside a character class (left as
 // is), and code points assigned after the Unicode version of the PCRE2 in use.
 #pragma once

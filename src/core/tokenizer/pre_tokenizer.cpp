@@ -3,8 +3,12 @@
 #include <c10/util/Exception.h>
 #include <pcre2.h>
 
+#include <algorithm>
+#include <array>
 #include <nnsight/error.hpp>
 #include <utility>
+
+#include "core/tokenizer/byte_level.h"
 
 #include "core/tokenizer/onig_compat.h"
 #include "core/tokenizer/utf8.h"
@@ -58,6 +62,17 @@ PreTokenizerScratch::~PreTokenizerScratch() {
 
 PreTokenizer::PreTokenizer(PreTokenizerConfig config) : config_(std::move(config)) {
   codes_.reserve(config_.steps.size());
+  // Steps on the byte alphabet may cut a character in two; a step on the
+  // text itself must not see such a piece.
+  bool byte_level_seen = false;
+  for (size_t i = 0; i < config_.steps.size(); ++i) {
+    const PreTokenizeStep& step = config_.steps[i];
+    if (byte_level_seen && step.kind == PreTokenizeStep::Kind::kSplit && !step.byte_level_view) {
+      throw LoadError("pre-tokenizer step " + std::to_string(i) +
+                      " runs on the text but follows a step on the byte alphabet");
+    }
+    byte_level_seen = byte_level_seen || step.byte_level_view;
+  }
   try {
     for (size_t i = 0; i < config_.steps.size(); ++i) {
       const PreTokenizeStep& step = config_.steps[i];
@@ -162,16 +177,29 @@ void PreTokenizer::apply_split(size_t step_index, std::string_view text, const P
     scratch.subject_.append(subject);
     subject = scratch.subject_;
   }
-  const size_t n = subject.size();
-  const auto* s = reinterpret_cast<PCRE2_SPTR>(subject.data());
+  // What the pattern runs on: the subject, or its byte-alphabet spelling.
+  std::string_view haystack = subject;
+  std::vector<size_t>& to_subject = scratch.mapped_to_subject_;
+  if (step.byte_level_view) {
+    static const std::array<std::string, 256> kSpelling = [] {
+      std::array<std::string, 256> t;
+      for (int b = 0; b < 256; ++b) t[size_t(b)] = utf8_encode(byte_level_code_point(static_cast<uint8_t>(b)));
+      return t;
+    }();
+    scratch.mapped_.clear();
+    to_subject.clear();
+    for (size_t k = 0; k < subject.size(); ++k) {
+      scratch.mapped_ += kSpelling[static_cast<uint8_t>(subject[k])];
+      to_subject.resize(scratch.mapped_.size(), k);
+    }
+    to_subject.push_back(subject.size());
+    haystack = scratch.mapped_;
+  }
+  auto subject_offset = [&](size_t h) { return step.byte_level_view ? to_subject[h] : h; };
+  const size_t n = haystack.size();
+  const auto* s = reinterpret_cast<PCRE2_SPTR>(haystack.data());
 
-  // Matches and the gaps between them, covering the subject. Empty matches
-  // are skipped: they cut nothing.
-  auto& segments = scratch.segments_;
-  segments.clear();
-  size_t last_end = 0;
-  size_t start = 0;
-  while (start < n) {
+  auto match_at = [&](size_t start) {
     int rc = pcre2_match(code, s, n, start, PCRE2_NO_UTF_CHECK, scratch.match_data_, nullptr);
     if (rc == PCRE2_ERROR_JIT_STACKLIMIT) {
       if (scratch.big_stack_context_ == nullptr) {
@@ -185,6 +213,22 @@ void PreTokenizer::apply_split(size_t step_index, std::string_view text, const P
         rc = pcre2_match(code, s, n, start, PCRE2_NO_UTF_CHECK | PCRE2_NO_JIT, scratch.match_data_, nullptr);
       }
     }
+    return rc;
+  };
+
+  // Matches and the gaps between them, covering the subject, found the way
+  // Hugging Face's Oniguruma iterator finds them: the next search starts where
+  // the last match ended, and an empty match right at the end of the previous
+  // match is skipped (the search moves on one character). Other empty matches
+  // are kept: they cut the text there, as in Hugging Face.
+  auto& segments = scratch.segments_;
+  segments.clear();
+  size_t prev = 0;            // end of the last segment
+  size_t search = 0;          // where the next search starts
+  bool have_match = false;    // a match has been accepted
+  size_t last_match_end = 0;  // ... and where it ended
+  while (search <= n) {
+    const int rc = match_at(search);
     if (rc == PCRE2_ERROR_NOMATCH) break;
     // rc == 0 only means the ovector has no room for capture groups; the
     // whole-match pair is still set.
@@ -194,95 +238,86 @@ void PreTokenizer::apply_split(size_t step_index, std::string_view text, const P
     }
     const PCRE2_SIZE* ov = pcre2_get_ovector_pointer(scratch.match_data_);
     const size_t mb = ov[0], me = ov[1];
-    if (me <= mb) {  // empty match (or \K oddity): step over one character
-      if (mb >= n) break;
-      start = mb + utf8_step(subject.substr(mb)).length;
+    TORCH_CHECK(mb <= me && me <= n, "PCRE2 returned a match outside the subject");
+    if (mb == me && have_match && last_match_end == me) {
+      if (search >= n) break;
+      search += utf8_step(haystack.substr(search)).length;
       continue;
     }
-    if (mb > last_end) segments.push_back({last_end, mb, false});
-    segments.push_back({mb, me, true});
-    last_end = start = me;
+    if (mb > prev) segments.push_back({subject_offset(prev), subject_offset(mb), false});
+    segments.push_back({subject_offset(mb), subject_offset(me), true});
+    prev = search = last_match_end = me;
+    have_match = true;
   }
-  if (last_end < n) segments.push_back({last_end, n, false});
+  if (prev < n) segments.push_back({subject_offset(prev), subject.size(), false});
   if (step.invert) {
     for (auto& seg : segments) seg.is_match = !seg.is_match;
   }
 
-  // Subject coordinates -> a piece of the original text.
-  auto emit = [&](size_t b, size_t e) {
-    if (!piece.space_prefix) {
-      out.push_back(Piece{piece.begin + b, piece.begin + e, false});
-    } else if (b == 0) {
-      out.push_back(Piece{piece.begin, piece.begin + e - 1, true});
-    } else {
-      out.push_back(Piece{piece.begin + b - 1, piece.begin + e - 1, false});
-    }
-  };
-
-  // The behaviours follow Hugging Face's definitions: a delimiter merges with
-  // its neighbour only when that neighbour is not itself a delimiter.
-  const size_t first_out = out.size();
-  // Extends the last piece emitted by this split to subject offset e.
-  auto extend_last = [&](size_t e) {
-    Piece& last = out.back();
-    last.end = piece.space_prefix ? piece.begin + e - 1 : piece.begin + e;
-  };
+  // The behaviours, as Hugging Face folds them: a delimiter merges with its
+  // neighbour only when that neighbour is not itself a delimiter. Empty
+  // ranges take part in the fold and are dropped afterwards.
+  auto& ranges = scratch.ranges_;
+  ranges.clear();
   switch (step.behavior) {
     case SplitBehavior::kIsolated:
-      for (const auto& seg : segments) emit(seg.begin, seg.end);
+      for (const auto& seg : segments) ranges.emplace_back(seg.begin, seg.end);
       break;
     case SplitBehavior::kRemoved:
       for (const auto& seg : segments) {
-        if (!seg.is_match) emit(seg.begin, seg.end);
+        if (!seg.is_match) ranges.emplace_back(seg.begin, seg.end);
       }
       break;
     case SplitBehavior::kMergedWithPrevious: {
       bool previous_match = false;
       for (const auto& seg : segments) {
-        if (seg.is_match && !previous_match && out.size() > first_out) {
-          extend_last(seg.end);
+        if (seg.is_match && !previous_match && !ranges.empty()) {
+          ranges.back().second = seg.end;
         } else {
-          emit(seg.begin, seg.end);
+          ranges.emplace_back(seg.begin, seg.end);
         }
         previous_match = seg.is_match;
       }
       break;
     }
     case SplitBehavior::kMergedWithNext: {
-      // Walk right to left: a delimiter joins the piece after it.
+      // Right to left: a delimiter joins the piece after it.
       bool previous_match = false;
-      size_t pending_begin = 0, pending_end = 0;  // the piece being grown leftwards
-      bool have_pending = false;
-      const auto& tmp = segments;
-      std::vector<std::pair<size_t, size_t>> merged;
-      merged.reserve(tmp.size());
-      for (size_t k = tmp.size(); k-- > 0;) {
-        const auto& seg = tmp[k];
-        if (seg.is_match && !previous_match && have_pending) {
-          pending_begin = seg.begin;
+      for (size_t k = segments.size(); k-- > 0;) {
+        const auto& seg = segments[k];
+        if (seg.is_match && !previous_match && !ranges.empty()) {
+          ranges.back().first = seg.begin;
         } else {
-          if (have_pending) merged.emplace_back(pending_begin, pending_end);
-          pending_begin = seg.begin;
-          pending_end = seg.end;
-          have_pending = true;
+          ranges.emplace_back(seg.begin, seg.end);
         }
         previous_match = seg.is_match;
       }
-      if (have_pending) merged.emplace_back(pending_begin, pending_end);
-      for (size_t k = merged.size(); k-- > 0;) emit(merged[k].first, merged[k].second);
+      std::reverse(ranges.begin(), ranges.end());
       break;
     }
     case SplitBehavior::kContiguous: {
       bool previous_match = false;
       for (const auto& seg : segments) {
-        if (seg.is_match == previous_match && out.size() > first_out) {
-          extend_last(seg.end);
+        if (seg.is_match == previous_match && !ranges.empty()) {
+          ranges.back().second = seg.end;
         } else {
-          emit(seg.begin, seg.end);
+          ranges.emplace_back(seg.begin, seg.end);
         }
         previous_match = seg.is_match;
       }
       break;
+    }
+  }
+
+  // Subject coordinates -> pieces of the original text.
+  for (const auto& [b, e] : ranges) {
+    if (e <= b) continue;
+    if (!piece.space_prefix) {
+      out.push_back(Piece{piece.begin + b, piece.begin + e, false});
+    } else if (b == 0) {
+      out.push_back(Piece{piece.begin, piece.begin + e - 1, true});
+    } else {
+      out.push_back(Piece{piece.begin + b - 1, piece.begin + e - 1, false});
     }
   }
 }

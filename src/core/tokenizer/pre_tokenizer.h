@@ -12,6 +12,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 struct pcre2_real_code_8;
@@ -41,6 +42,10 @@ struct PreTokenizeStep {
   bool literal = false;                               // `pattern` is plain text, not a regex
   SplitBehavior behavior = SplitBehavior::kIsolated;  // fate of the matched text
   bool invert = false;                                // split on what the pattern does NOT match
+  // The pattern sees the piece as Hugging Face's ByteLevel pre-tokenizer has
+  // mapped it (every byte one code point of the GPT-2 byte alphabet: "é" is
+  // "Ã©"), as a Split or Digits placed after ByteLevel does (Falcon).
+  bool byte_level_view = false;
 
   static PreTokenizeStep split(std::string pattern, SplitBehavior behavior = SplitBehavior::kIsolated,
                                bool invert = false);
@@ -80,7 +85,10 @@ class PreTokenizerScratch {
   };
   std::vector<Segment> segments_;  // one split's matches and gaps, in subject coordinates
   std::vector<Piece> current_, next_;
-  std::string subject_;  // " " + piece text, for pieces with a virtual prefix space
+  std::string subject_;                            // " " + piece text, for pieces with a virtual prefix space
+  std::string mapped_;                             // the subject in the byte alphabet (byte_level_view steps)
+  std::vector<size_t> mapped_to_subject_;          // byte offset in mapped_ -> byte offset in the subject
+  std::vector<std::pair<size_t, size_t>> ranges_;  // one split's output pieces, subject coordinates
 };
 
 class PreTokenizer {

@@ -12,6 +12,7 @@
 #include "core/tokenizer/pre_tokenizer.h"
 #include "core/tokenizer/special_token_matcher.h"
 #include "core/tokenizer/spm_encoder.h"
+#include "core/tokenizer/unicode_normalizer.h"
 #include "core/tokenizer/utf8.h"
 
 namespace nnsight {
@@ -92,6 +93,7 @@ struct Tokenizer::Impl {
     BpeScratch bpe;
     std::vector<Piece> pieces;
     std::string piece_bytes;  // a piece with its virtual prefix space, or a lookup key
+    std::string normalized;   // the text between special tokens, normalized
   };
 
   void encode_piece(std::string_view piece, std::vector<int32_t>& out, Scratch& s) const;
@@ -360,10 +362,13 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special_t
       end = run_start;
     }
     if (end > pos) {
+      const std::string_view segment = text.substr(pos, end - pos);
+      const bool changed = unicode_normalize(segment, m.pipeline.normalization, scratch.normalized);
+      const std::string_view normalized = changed ? std::string_view(scratch.normalized) : segment;
       if (m.spm) {
-        m.spm->encode(text.substr(pos, end - pos), pos == 0, out, *spm_scratch);
+        m.spm->encode(normalized, pos == 0, out, *spm_scratch);
       } else {
-        m.encode_ordinary(text.substr(pos, end - pos), out, scratch);
+        m.encode_ordinary(normalized, out, scratch);
       }
     }
     if (match.length == 0) break;

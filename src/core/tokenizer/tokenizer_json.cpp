@@ -107,16 +107,14 @@ SplitBehavior parse_behavior(const JsonFile& f, const std::string& name, const s
 }
 
 // Appends the steps of one pre_tokenizer JSON node. `byte_level` is set once
-// a ByteLevel step is seen; nothing may follow it, because it is where
-// Hugging Face switches the text to the byte alphabet, and our steps all run
-// on the original text.
+// a ByteLevel step is seen: Hugging Face switches the text to the byte
+// alphabet there, so the steps after it see that spelling (byte_level_view).
 void parse_pre_tokenizer(const JsonFile& f, const json& node, const std::string& where, PreTokenizerConfig& out,
                          bool& byte_level, int depth = 0) {
   if (depth > kMaxNesting) f.fail(where + ": Sequences nested too deeply");
   const std::string type = type_of(f, node, where);
-  if (type != "Sequence" && byte_level) {
-    f.fail(where + ": a " + type + " pre-tokenizer after ByteLevel is not supported (ByteLevel must come last)");
-  }
+  if (type == "ByteLevel" && byte_level) f.fail(where + ": a second ByteLevel pre-tokenizer is not supported");
+  const size_t first_step = out.steps.size();
   if (type == "Sequence") {
     const json& list = f.require(node, "pretokenizers", where);
     if (!list.is_array()) f.fail(where + ".pretokenizers must be an array");
@@ -151,8 +149,19 @@ void parse_pre_tokenizer(const JsonFile& f, const json& node, const std::string&
     // Rust's char::is_numeric is the Unicode N categories, i.e. \p{N}.
     const bool individual = f.bool_or(node, "individual_digits", false, where);
     out.steps.push_back(PreTokenizeStep::split(individual ? R"(\p{N})" : R"(\p{N}+)"));
+  } else if (type == "Punctuation") {
+    // Unicode punctuation or Rust's ASCII punctuation, one character a match.
+    const json* b = f.member(node, "behavior");
+    const SplitBehavior behavior = b == nullptr || b->is_null()
+                                       ? SplitBehavior::kIsolated
+                                       : parse_behavior(f, f.string_of(*b, where + ".behavior"), where + ".behavior");
+    out.steps.push_back(PreTokenizeStep::split(R"([\p{P}\$\+<=>\^~\|`])", behavior));
   } else {
-    f.fail(where + " type '" + type + "' is not supported (supported: ByteLevel, Split, Digits, Sequence)");
+    f.fail(where + " type '" + type +
+           "' is not supported (supported: ByteLevel, Split, Digits, Punctuation, Sequence)");
+  }
+  if (type != "Sequence" && type != "ByteLevel" && byte_level) {
+    for (size_t i = first_step; i < out.steps.size(); ++i) out.steps[i].byte_level_view = true;
   }
 }
 
@@ -586,8 +595,16 @@ HfTokenizerFiles read_hf_tokenizer_json(const std::string& path) {
   if (const json* norm = f.member(root, "normalizer"); !spm && norm != nullptr && !norm->is_null()) {
     const std::string type = type_of(f, *norm, "normalizer");
     const json* list = type == "Sequence" ? f.member(*norm, "normalizers") : nullptr;
-    if (!(list != nullptr && list->is_array() && list->empty())) {
-      f.fail("normalizer type '" + type + "' is not supported (only none)");
+    if (type == "NFC") {
+      result.pipeline.normalization = UnicodeNormalization::kNfc;
+    } else if (type == "NFD") {
+      result.pipeline.normalization = UnicodeNormalization::kNfd;
+    } else if (type == "NFKC") {
+      result.pipeline.normalization = UnicodeNormalization::kNfkc;
+    } else if (type == "NFKD") {
+      result.pipeline.normalization = UnicodeNormalization::kNfkd;
+    } else if (!(list != nullptr && list->is_array() && list->empty())) {
+      f.fail("normalizer type '" + type + "' is not supported (supported: NFC, NFD, NFKC, NFKD, none)");
     }
   }
   const json* pre = f.member(root, "pre_tokenizer");

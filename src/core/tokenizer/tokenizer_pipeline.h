@@ -7,9 +7,11 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "core/tokenizer/pre_tokenizer.h"
 #include "core/tokenizer/spm_pipeline.h"
+#include "core/tokenizer/unicode_normalizer.h"
 
 namespace nnsight {
 
@@ -21,6 +23,10 @@ struct TokenizerPipeline {
   // Set for SentencePiece-style tokenizers, which then ignore pre_tokenizer
   // (core/tokenizer/spm_pipeline.h).
   std::optional<SpmPipeline> spm;
+  // Applied to the text between special tokens before pre-tokenization (or
+  // the SentencePiece pipeline) (tokenizer.json "normalizer": NFC for Qwen2,
+  // GPT-NeoX, Command-R).
+  UnicodeNormalization normalization = UnicodeNormalization::kNone;
 
   TokenizerPipeline& add_step(PreTokenizeStep step) {
     pre_tokenizer.steps.push_back(std::move(step));
@@ -31,11 +37,14 @@ struct TokenizerPipeline {
     return *this;
   }
 
-  // The pipeline llama.cpp uses for a tokenizer.ggml.pre name: "gpt2",
-  // "smollm" (and "starcoder", "refact", which split the same way),
-  // "llama-bpe" / "llama3" / "llama-v3", "qwen2", "default". Throws LoadError naming the
-  // pre-tokenizer otherwise.
+  // The pipeline for a tokenizer.ggml.pre name as llama.cpp spells it
+  // ("gpt-2", "llama-bpe", "qwen2", "deepseek-llm", "tekken", ... and the
+  // older "gpt2"): the pre-tokenizer of that family's tokenizer.json
+  // (pre_tokenizer_names.cpp; docs/tokenizer.md lists them). Throws LoadError
+  // naming the name, and listing the known ones when it is unknown.
   static TokenizerPipeline for_pre_name(const std::string& name);
+  // Every name for_pre_name accepts.
+  static std::vector<std::string> known_pre_names();
 };
 
 // The GPT-2 split regex, as Hugging Face's ByteLevel pre-tokenizer applies it.

@@ -29,6 +29,23 @@ TEST(OnigCompat, CopiesEverythingElse) {
   }
 }
 
+TEST(OnigCompat, ScriptsMeanTheScriptProperty) {
+  EXPECT_EQ(onig_to_pcre2(R"([\p{Han}]+|\P{Latin}|\p{^Greek}|\p{L}\p{Lu}\p{N})"),
+            R"([\p{sc:Han}]+|\P{sc:Latin}|\p{^sc:Greek}|\p{L}\p{Lu}\p{N})");
+  // U+3002 "。" is Common, though its Script_Extensions include Han.
+  PreTokenizer pre(PreTokenizerConfig{{PreTokenizeStep::split(R"(\p{Han}+)")}});
+  PreTokenizerScratch scratch;
+  std::vector<Piece> out;
+  pre.split("\xE4\xB8\xAD\xE3\x80\x82", out, scratch);  // 中。
+  EXPECT_EQ(out.size(), 2u);
+}
+
+TEST(OnigCompat, NestedSetsAreFlattened) {
+  // BLOOM's pattern: Oniguruma reads the inner [...] as a union.
+  EXPECT_EQ(onig_to_pcre2(R"( ?[^(\s|[.,!?])]+)"), " ?[^(" + kWs + "|.,!?)]+");
+  EXPECT_EQ(onig_to_pcre2(R"([a[]b]c])"), R"([a\]bc])");
+}
+
 TEST(OnigCompat, MongolianVowelSeparatorIsNotWhitespace) {
   // U+180E is White_Space in PCRE2's \s but not in Oniguruma's (or Unicode's).
   PreTokenizer pre(PreTokenizerConfig{{PreTokenizeStep::split(R"(\s+)")}});

@@ -94,9 +94,43 @@ TEST(PreTokenizer, SplitBehaviours) {
             (Strings{"a", ".*", "b"}));
 }
 
-TEST(PreTokenizer, EmptyMatchesCutNothing) {
-  EXPECT_EQ(pieces(one(PreTokenizeStep::split("x*")), "abc"), (Strings{"abc"}));
+TEST(PreTokenizer, EmptyMatchesCutAsInHuggingFace) {
+  // Hugging Face (Oniguruma's match iterator) keeps an empty match unless it
+  // touches the end of the previous match; each kept one cuts the text.
+  EXPECT_EQ(pieces(one(PreTokenizeStep::split("x*")), "abc"), (Strings{"a", "b", "c"}));
   EXPECT_EQ(pieces(one(PreTokenizeStep::split("x*")), "axxb"), (Strings{"a", "xx", "b"}));
+  EXPECT_EQ(pieces(one(PreTokenizeStep::split("x*", SplitBehavior::kMergedWithPrevious)), "axxb"),
+            (Strings{"axx", "b"}));
+  EXPECT_EQ(pieces(one(PreTokenizeStep::split("x*", SplitBehavior::kMergedWithNext)), "axxb"), (Strings{"a", "xxb"}));
+  EXPECT_EQ(pieces(one(PreTokenizeStep::split("x*", SplitBehavior::kRemoved)), "axxb"), (Strings{"a", "b"}));
+  // SuperBPE's lookahead groups digits in threes from the right.
+  EXPECT_EQ(pieces(one(PreTokenizeStep::split(R"((?=(\d{3})+(?!\d)))")), "1234567"), (Strings{"1", "234", "567"}));
+}
+
+TEST(PreTokenizer, StepAfterByteLevelSeesTheByteAlphabet) {
+  // "в" is D0 B2; byte B2 is spelled "²", a digit, in the byte alphabet (as
+  // Falcon's Digits step after ByteLevel sees it).
+  PreTokenizeStep digits = PreTokenizeStep::split(R"(\p{N}+)");
+  EXPECT_EQ(pieces(one(digits), "в1"), (Strings{"в", "1"}));
+  digits.byte_level_view = true;
+  EXPECT_EQ(pieces(one(digits), "в1"), (Strings{"\xD0",
+                                                "\xB2"
+                                                "1"}));
+}
+
+TEST(PreTokenizer, EveryLlamaCppNameCompiles) {
+  const std::vector<std::string> names = TokenizerPipeline::known_pre_names();
+  EXPECT_GE(names.size(), 80u);
+  for (const std::string& name : names) {
+    SCOPED_TRACE(name);
+    const TokenizerPipeline p = TokenizerPipeline::for_pre_name(name);
+    EXPECT_FALSE(p.pre_tokenizer.steps.empty());
+    const PreTokenizer pre(p.pre_tokenizer);  // throws if a pattern does not compile
+    PreTokenizerScratch scratch;
+    std::vector<Piece> out;
+    pre.split("Hello world 123 日本語", out, scratch);
+    EXPECT_GE(out.size(), 3u);
+  }
 }
 
 TEST(PreTokenizer, LongWhitespaceRunDoesNotExhaustTheMatcher) {
@@ -126,8 +160,21 @@ TEST(PreTokenizer, UnknownPreNameIsALoadError) {
     TokenizerPipeline::for_pre_name("no-such-pre");
     FAIL() << "expected LoadError";
   } catch (const LoadError& e) {
-    EXPECT_NE(std::string(e.what()).find("'no-such-pre'"), std::string::npos) << e.what();
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("'no-such-pre'"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("known: gpt2, gpt-2,"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("deepseek-coder"), std::string::npos) << msg;
   }
+  try {
+    TokenizerPipeline::for_pre_name("gemma4");
+    FAIL() << "expected LoadError";
+  } catch (const LoadError& e) {
+    EXPECT_NE(std::string(e.what()).find("'gemma4' is not supported: SentencePiece-style"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_TRUE(TokenizerPipeline::for_pre_name("tekken").ignore_merges);
+  EXPECT_EQ(TokenizerPipeline::for_pre_name("qwen2").normalization, UnicodeNormalization::kNfc);
+  EXPECT_EQ(TokenizerPipeline::for_pre_name("gpt-2").normalization, UnicodeNormalization::kNone);
   EXPECT_TRUE(TokenizerPipeline::for_pre_name("llama-bpe").ignore_merges);
   EXPECT_FALSE(TokenizerPipeline::for_pre_name("qwen2").ignore_merges);
 }

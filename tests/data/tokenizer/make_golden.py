@@ -27,7 +27,7 @@ import sys
 
 import tokenizers
 from gguf import GGUFReader
-from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, pre_tokenizers as pt
+from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers as pt
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_MODEL = os.path.join(
@@ -67,11 +67,13 @@ def read_gguf(path):
     }
 
 
-def build(g, pre_tokenizer, ignore_merges=False):
+def build(g, pre_tokenizer, ignore_merges=False, normalizer=None):
     vocab = {t: i for i, t in enumerate(g["tokens"])}
     merges = [tuple(m.split(" ", 1)) for m in g["merges"]]
     unk = g["tokens"][g["unk"]] if g["unk"] >= 0 else None
     tok = Tokenizer(models.BPE(vocab=vocab, merges=merges, unk_token=unk, ignore_merges=ignore_merges))
+    if normalizer is not None:
+        tok.normalizer = normalizer
     tok.pre_tokenizer = pre_tokenizer
     tok.decoder = decoders.ByteLevel()
     specials = [t for t, ty in zip(g["tokens"], g["types"]) if ty == 3]
@@ -82,7 +84,7 @@ def build(g, pre_tokenizer, ignore_merges=False):
 def variants():
     no_regex_byte_level = pt.ByteLevel(add_prefix_space=False, use_regex=False)
     return [
-        # name, llama.cpp pre name (or None: tokenizer.json only), pre_tokenizer, ignore_merges
+        # name, llama.cpp pre name (or None: tokenizer.json only), pre_tokenizer, ignore_merges[, normalizer]
         ("smollm", "smollm",
          pt.Sequence([pt.Digits(individual_digits=True),
                       pt.ByteLevel(add_prefix_space=False, use_regex=True)]), False),
@@ -90,7 +92,7 @@ def variants():
         ("llama-bpe", "llama-bpe",
          pt.Sequence([pt.Split(Regex(LLAMA3_RE), "isolated"), no_regex_byte_level]), True),
         ("qwen2", "qwen2",
-         pt.Sequence([pt.Split(Regex(QWEN2_RE), "isolated"), no_regex_byte_level]), False),
+         pt.Sequence([pt.Split(Regex(QWEN2_RE), "isolated"), no_regex_byte_level]), False, normalizers.NFC()),
         ("prefix_space", None,
          pt.Sequence([pt.Digits(individual_digits=False),
                       pt.ByteLevel(add_prefix_space=True, use_regex=True)]), False),
@@ -207,16 +209,18 @@ def main():
         "strings": strings,
         "variants": [],
     }
-    for name, pre, pre_tokenizer, ignore_merges in variants():
-        tok = build(g, pre_tokenizer, ignore_merges)
+    for name, pre, pre_tokenizer, ignore_merges, *normalizer in variants():
+        normalizer = normalizer[0] if normalizer else None
+        tok = build(g, pre_tokenizer, ignore_merges, normalizer)
         ids = [tok.encode(s, add_special_tokens=False).ids for s in strings]
         for s, i in zip(strings, ids):
-            if pre is not None and g["unk"] not in i:
+            if pre is not None and g["unk"] not in i and normalizer is None:
                 assert tok.decode(i, skip_special_tokens=False) == s, (name, s)
         golden["variants"].append({
             "name": name,
             "pre": pre,
             "pre_tokenizer": json.loads(tok.to_str())["pre_tokenizer"],
+            "normalizer": json.loads(tok.to_str())["normalizer"],
             "ignore_merges": ignore_merges,
             "ids": ids,
             # Hugging Face's decode with skip_special_tokens=True, for the smollm pipeline.
