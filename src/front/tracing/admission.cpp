@@ -7,7 +7,6 @@
 #include <nnsight/error.hpp>
 
 #include "dsl/analysis.h"
-#include "dsl/provider_key.h"
 #include "dsl/validate.h"
 #include "front/tracing/schedule_check.h"
 
@@ -17,12 +16,11 @@ namespace {
 
 // Module keys ("<path>.output" / ".input" / ".inputs") a graph reads or writes:
 // the hooks its mediator needs while it lives.
-std::set<std::string> module_keys(const dsl::Graph& g) {
-  std::set<std::string> keys;
+std::set<ProviderKey> module_keys(const dsl::Graph& g) {
+  std::set<ProviderKey> keys;
   for (const auto& n : g.nodes) {
     if (n.kind != dsl::NodeKind::Get && n.kind != dsl::NodeKind::Set) continue;
-    auto k = dsl::parse_provider_key(n.name);
-    if (k && !k->module_path.empty()) keys.insert(n.name);
+    if (n.key && n.key->is_module()) keys.insert(*n.key);
   }
   return keys;
 }
@@ -31,11 +29,11 @@ std::set<std::string> module_keys(const dsl::Graph& g) {
 // an element of a tuple): their reads are written back into the model's
 // value in a gradient step, so that the value read is the one the forward
 // goes on with and autograd can reach it.
-std::set<std::string> grad_keys(const dsl::Graph& g) {
-  std::set<std::string> keys;
+std::set<ProviderKey> grad_keys(const dsl::Graph& g) {
+  std::set<ProviderKey> keys;
   for (const auto& n : g.nodes) {
     if (n.kind != dsl::NodeKind::Grad) continue;
-    keys.insert(g.nodes[dsl::grad_source(g, n.args[0])].name);  // a Get (validated)
+    keys.insert(*g.nodes[dsl::grad_source(g, n.args[0])].key);  // a Get (validated)
   }
   return keys;
 }
@@ -47,7 +45,7 @@ void admit_request(const runner::NewRequest& nr, TracePayload payload, TraceGrou
   if (g.started) throw TraceError("trace " + std::to_string(g.trace_id()) + " is already running");
   for (auto& pg : payload.graphs) {
     check_graph(pg.graph, *ctx.structure);
-    std::set<std::string> keys = module_keys(pg.graph);
+    std::set<ProviderKey> keys = module_keys(pg.graph);
     const bool backward = dsl::uses_gradients(pg.graph);
     if (backward && !nr.params.gradients())
       throw TraceError(

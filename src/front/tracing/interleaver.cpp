@@ -9,18 +9,12 @@
 
 #include "core/gradient_forward.h"
 #include "dsl/errors.h"
-#include "dsl/provider_key.h"
 #include "front/tracing/admission.h"
 #include "front/tracing/trace_payload.h"
 
 namespace nnsight::tracing {
 
 namespace {
-
-bool ends_with(const std::string& s, const char* suffix) {
-  const size_t n = std::char_traits<char>::length(suffix);
-  return s.size() >= n && s.compare(s.size() - n, n, suffix) == 0;
-}
 
 std::string shape_str(at::IntArrayRef s) {
   std::string out = "[";
@@ -32,9 +26,9 @@ const char* kMissed =
     "Execution complete but `%s` was not provided at step %lld. Did you call an Envoy out of order? "
     "Investigate why this module was not called.";
 
-std::string missed_message(const std::string& key, int64_t step) {
+std::string missed_message(const ProviderKey& key, int64_t step) {
   char buf[512];
-  std::snprintf(buf, sizeof buf, kMissed, key.c_str(), static_cast<long long>(step));
+  std::snprintf(buf, sizeof buf, kMissed, key.str().c_str(), static_cast<long long>(step));
   return buf;
 }
 
@@ -135,59 +129,65 @@ void Interleaver::after_resume(Mediator& m, TraceGroup& g) {
 }
 
 void Interleaver::sync_hooks() {
-  std::set<std::string> wanted;
+  std::set<ProviderKey> wanted;
   for (const auto& [tid, g] : groups_) {
     if (!g->started || g->failed) continue;
     for (const auto& m : g->mediators())
       if (m->waiting()) wanted.insert(m->module_keys.begin(), m->module_keys.end());
   }
   for (auto it = hooks_.begin(); it != hooks_.end();) {
-    // A skip key has a second hook, after the module ("<key>#apply").
-    const size_t hash = it->first.find('#');
-    if (!wanted.count(hash == std::string::npos ? it->first : it->first.substr(0, hash))) {
+    if (!wanted.count(it->first)) {
       it->second.remove();
       hooks_.erase(it++);
     } else {
       ++it;
     }
   }
-  for (const auto& key : wanted) {
+  for (const ProviderKey& key : wanted) {
     if (hooks_.count(key)) continue;
-    auto pk = dsl::parse_provider_key(key);
-    auto mod = modules_.find(std::string(pk->module_path));
+    auto mod = modules_.find(key.module_path);
     if (mod == modules_.end()) continue;  // rejected at admission; nothing to hook
+    Module* module = mod->second;
     const batching::RowLevel level = runner_.structure().row_level(key);
-    const at::Tensor* row_tokens = mod->second->row_tokens();
-    if (pk->kind == dsl::KeyKind::ModuleSkip) {
-      Module* module = mod->second;
-      hooks_[key] = module->register_forward_pre_hook(
-          [this, key, level, row_tokens, module](Module& m, const ModuleIO& in) -> std::optional<ModuleIO> {
-            EventValue ev{in, std::vector<bool>(in.size(), false), level, nullptr, false, row_tokens, module};
-            dispatch(key, ev);
-            skip_whole_call(m, in);
-            return std::nullopt;
-          });
-      hooks_[key + "#apply"] = module->register_forward_hook(
-          [this](Module& m, const ModuleIO&, const ModuleIO& out) { return apply_skips(m, out); });
-      continue;
-    }
-    if (pk->kind == dsl::KeyKind::ModuleOutput) {
-      const TensorSharding* sharding = mod->second->output_sharding();
-      hooks_[key] = mod->second->register_forward_hook(
-          [this, key, level, sharding, row_tokens](Module&, const ModuleIO&,
-                                                   const ModuleIO& out) -> std::optional<ModuleIO> {
-            EventValue ev{out, std::vector<bool>(out.size(), false), level, sharding, false, row_tokens};
-            dispatch(key, ev);
-            return result_of(ev);
-          });
-    } else {
-      const TensorSharding* sharding = mod->second->input_sharding();
-      hooks_[key] = mod->second->register_forward_pre_hook(
-          [this, key, level, sharding, row_tokens](Module&, const ModuleIO& in) -> std::optional<ModuleIO> {
-            EventValue ev{in, std::vector<bool>(in.size(), false), level, sharding, false, row_tokens};
-            dispatch(key, ev);
-            return result_of(ev);
-          });
+    const at::Tensor* row_tokens = module->row_tokens();
+    InstalledHook& hook = hooks_[key];
+    switch (key.kind) {
+      case KeyKind::ModuleSkip:
+        // Before the module: the mediators set their values; after it: they replace its rows.
+        hook.before = module->register_forward_pre_hook(
+            [this, key, level, row_tokens, module](Module& m, const ModuleIO& in) -> std::optional<ModuleIO> {
+              EventValue ev{in, std::vector<bool>(in.size(), false), level, nullptr, false, row_tokens, module};
+              dispatch(key, ev);
+              skip_whole_call(m, in);
+              return std::nullopt;
+            });
+        hook.after = module->register_forward_hook(
+            [this](Module& m, const ModuleIO&, const ModuleIO& out) { return apply_skips(m, out); });
+        break;
+      case KeyKind::ModuleOutput: {
+        const TensorSharding* sharding = module->output_sharding();
+        hook.after = module->register_forward_hook(
+            [this, key, level, sharding, row_tokens](Module&, const ModuleIO&,
+                                                     const ModuleIO& out) -> std::optional<ModuleIO> {
+              EventValue ev{out, std::vector<bool>(out.size(), false), level, sharding, false, row_tokens};
+              dispatch(key, ev);
+              return result_of(ev);
+            });
+        break;
+      }
+      case KeyKind::ModuleInput:
+      case KeyKind::ModuleInputs: {
+        const TensorSharding* sharding = module->input_sharding();
+        hook.before = module->register_forward_pre_hook(
+            [this, key, level, sharding, row_tokens](Module&, const ModuleIO& in) -> std::optional<ModuleIO> {
+              EventValue ev{in, std::vector<bool>(in.size(), false), level, sharding, false, row_tokens};
+              dispatch(key, ev);
+              return result_of(ev);
+            });
+        break;
+      }
+      default:
+        TORCH_CHECK(false, "module key of kind ", static_cast<int>(key.kind), ": ", key.str());
     }
   }
 }
@@ -246,10 +246,13 @@ bool Interleaver::rows_for(const Mediator& m, TraceGroup& g, const EventValue& e
   return !rows.empty() || routed_present;
 }
 
-dsl::Value Interleaver::read(EventValue& ev, const std::string& key, const batching::RowRanges& rows) const {
+bool Interleaver::whole_tuple(const ProviderKey& key, const EventValue& ev) {
+  return key.kind == KeyKind::ModuleInputs || (key.kind == KeyKind::ModuleOutput && ev.io.is_tuple());
+}
+
+dsl::Value Interleaver::read(EventValue& ev, const ProviderKey& key, const batching::RowRanges& rows) const {
   auto slice = [&](const at::Tensor& t) -> at::Tensor { return t.defined() ? batching::gather_rows(t, rows) : t; };
-  const bool whole = ends_with(key, ".inputs") || (ends_with(key, ".output") && ev.io.is_tuple());
-  if (whole) {
+  if (whole_tuple(key, ev)) {
     std::vector<at::Tensor> items;
     for (const auto& t : ev.io.items()) items.push_back(slice(t));
     return dsl::Value::tuple(std::move(items));
@@ -257,12 +260,13 @@ dsl::Value Interleaver::read(EventValue& ev, const std::string& key, const batch
   return dsl::Value(slice(ev.io.at(0)));
 }
 
-void Interleaver::write(EventValue& ev, const std::string& key, const batching::RowRanges& rows,
+void Interleaver::write(EventValue& ev, const ProviderKey& key, const batching::RowRanges& rows,
                         const dsl::Value& value) {
   const int64_t total = batching::count_rows(rows);
   auto write_elem = [&](size_t i, const dsl::Value& v) {
     at::Tensor& target = ev.io.at(i);
-    if (!target.defined()) throw Error("cannot set element " + std::to_string(i) + " of `" + key + "`: it is None");
+    if (!target.defined())
+      throw Error("cannot set element " + std::to_string(i) + " of `" + key.str() + "`: it is None");
     at::Tensor src;
     if (v.is_tensor())
       src = v.as_tensor();
@@ -271,12 +275,12 @@ void Interleaver::write(EventValue& ev, const std::string& key, const batching::
     else if (v.is_number())
       src = at::scalar_tensor(v.as_double());
     else
-      throw Error("cannot set `" + key + "` to " + v.describe() + " (a tensor or a number is needed)");
-    if (key == "samples") check_token_ids(src);
+      throw Error("cannot set `" + key.str() + "` to " + v.describe() + " (a tensor or a number is needed)");
+    if (key.kind == KeyKind::Samples) check_token_ids(src);
     std::vector<int64_t> shape = target.sizes().vec();
     shape[0] = total;
     if (!at::is_expandable_to(src.sizes(), shape)) {
-      throw Error("shape mismatch: cannot set `" + key + "` of this invoke (shape " + shape_str(shape) +
+      throw Error("shape mismatch: cannot set `" + key.str() + "` of this invoke (shape " + shape_str(shape) +
                   ") to a value of shape " + shape_str(src.sizes()));
     }
     if (!ev.cloned[i]) {
@@ -285,8 +289,7 @@ void Interleaver::write(EventValue& ev, const std::string& key, const batching::
     }
     batching::write_rows(target, rows, src);
   };
-  const bool whole = ends_with(key, ".inputs") || (ends_with(key, ".output") && ev.io.is_tuple());
-  if (!whole) {
+  if (!whole_tuple(key, ev)) {
     write_elem(0, value);
     return;
   }
@@ -296,11 +299,11 @@ void Interleaver::write(EventValue& ev, const std::string& key, const batching::
   } else if (value.kind() == dsl::ValueKind::List) {
     items = value.as_list();
   } else {
-    throw Error("cannot set `" + key + "`, a tuple of " + std::to_string(ev.io.size()) + ", to " + value.describe() +
-                " (build the tuple with make_tuple, or write into its elements)");
+    throw Error("cannot set `" + key.str() + "`, a tuple of " + std::to_string(ev.io.size()) + ", to " +
+                value.describe() + " (build the tuple with make_tuple, or write into its elements)");
   }
   if (items.size() != ev.io.size())
-    throw Error("cannot set `" + key + "`: the model's tuple has " + std::to_string(ev.io.size()) +
+    throw Error("cannot set `" + key.str() + "`: the model's tuple has " + std::to_string(ev.io.size()) +
                 " elements, the value has " + std::to_string(items.size()));
   for (size_t i = 0; i < items.size(); ++i)
     if (!items[i].is_none() && ev.io.at(i).defined()) write_elem(i, items[i]);
@@ -319,7 +322,7 @@ void Interleaver::check_token_ids(const at::Tensor& ids) const {
   }
 }
 
-void Interleaver::dispatch(const std::string& key, EventValue& ev) {
+void Interleaver::dispatch(const ProviderKey& key, EventValue& ev) {
   batching::RowRanges rows;
   for (auto& [tid, gp] : groups_) {
     TraceGroup& g = *gp;
@@ -355,8 +358,7 @@ void Interleaver::dispatch(const std::string& key, EventValue& ev) {
         } else if (ev.module != nullptr) {  // a skip: applied around the module's body
           const dsl::Value& v = m.set_value();
           if (!v.is_tensor()) {
-            m.resume_with_error("cannot skip `" + key.substr(0, key.size() - 5) + "` with " + v.describe() +
-                                " (a tensor is needed)");
+            m.resume_with_error("cannot skip `" + key.module_path + "` with " + v.describe() + " (a tensor is needed)");
             after_resume(m, g);
             continue;
           }
@@ -439,14 +441,16 @@ std::optional<ModuleIO> Interleaver::apply_skips(Module& m, const ModuleIO& out)
 void Interleaver::on_logits(const runner::StepContext& ctx, at::Tensor& logits) {
   if (groups_.empty()) return;
   EventValue ev{ModuleIO(logits), {false}, batching::RowLevel::kPrompt};
-  dispatch("logits", ev);
+  static const ProviderKey kLogits{KeyKind::Logits, {}};
+  dispatch(kLogits, ev);
   if (ev.cloned[0]) logits = ev.io.at(0);
 }
 
 void Interleaver::on_samples(const runner::StepContext& ctx, at::Tensor& tokens) {
   if (groups_.empty()) return;
   EventValue ev{ModuleIO(tokens), {false}, batching::RowLevel::kPrompt};
-  dispatch("samples", ev);
+  static const ProviderKey kSamples{KeyKind::Samples, {}};
+  dispatch(kSamples, ev);
   if (ev.cloned[0]) tokens = ev.io.at(0);
   // The tokens each traced request continues with: its "result" at the end.
   at::Tensor cpu = tokens.to(at::kCPU, at::kLong);
@@ -464,7 +468,7 @@ void Interleaver::check_missed(const runner::StepContext& ctx) {
     if (!g.started || g.failed) continue;
     for (size_t i = 0; i < g.mediators().size() && !g.failed; ++i) {
       Mediator& m = *g.mediators()[i];
-      if (!m.waiting() || m.wait_key() == "result") continue;
+      if (!m.waiting() || m.wait_key().kind == KeyKind::Result) continue;
       // Its step has come in this step's batch and gone without the value.
       bool passed = false;
       auto check = [&](uint64_t rid) {
@@ -480,11 +484,12 @@ void Interleaver::check_missed(const runner::StepContext& ctx) {
 }
 
 void Interleaver::finish_request(TraceGroup& g, uint64_t id, runner::FinishedRequest& out) {
-  auto drain = [&](Mediator& m, const dsl::Value& result) {
+  auto drain = [&](Mediator& m, const dsl::Value& result_value) {
     while (m.waiting()) {
-      if (m.wait_key() == "result" && m.wait_kind() == Mediator::WaitKind::kGet)
-        m.resume_with(result);
-      else if (m.wait_key() == "result")
+      const bool result = m.wait_key().kind == KeyKind::Result;
+      if (result && m.wait_kind() == Mediator::WaitKind::kGet)
+        m.resume_with(result_value);
+      else if (result)
         m.resume_with_error("`result` cannot be set");
       else
         m.resume_finished();

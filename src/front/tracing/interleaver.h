@@ -86,6 +86,16 @@ class Interleaver final : public runner::StepObserver, public ModuleCaller {
     const at::Tensor* row_tokens = nullptr;
     Module* module = nullptr;  // the module whose event this is (skips)
   };
+  // The hooks of one module key: before the module runs (.input, .inputs),
+  // after (.output), or both (.skip: the values are set before, applied after).
+  struct InstalledHook {
+    HookHandle before;
+    HookHandle after;
+    void remove() {
+      before.remove();
+      after.remove();
+    }
+  };
   // A skip set for some rows of a module's current call (envoy.skip).
   struct PendingSkip {
     TraceGroup* group = nullptr;
@@ -96,7 +106,7 @@ class Interleaver final : public runner::StepObserver, public ModuleCaller {
 
   void start_group(TraceGroup& group);
   void sync_hooks();
-  void dispatch(const std::string& key, EventValue& ev);
+  void dispatch(const ProviderKey& key, EventValue& ev);
   // Before the module runs: when skips cover every row, its body is skipped.
   void skip_whole_call(Module& m, const ModuleIO& in);
   // After it ran (or was skipped): the skipped rows take their values.
@@ -111,8 +121,10 @@ class Interleaver final : public runner::StepObserver, public ModuleCaller {
   // routed level a request in the step may own no rows (an expert none of its
   // tokens went to): true, with no rows, as the module ran for it.
   bool rows_for(const Mediator& m, TraceGroup& g, const EventValue& ev, int64_t step, batching::RowRanges& rows) const;
-  dsl::Value read(EventValue& ev, const std::string& key, const batching::RowRanges& rows) const;
-  void write(EventValue& ev, const std::string& key, const batching::RowRanges& rows, const dsl::Value& value);
+  // Whether the key's value is the module's whole tuple (".inputs", or ".output" of a tuple).
+  static bool whole_tuple(const ProviderKey& key, const EventValue& ev);
+  dsl::Value read(EventValue& ev, const ProviderKey& key, const batching::RowRanges& rows) const;
+  void write(EventValue& ev, const ProviderKey& key, const batching::RowRanges& rows, const dsl::Value& value);
   const batching::BatchGroup* in_step(uint64_t request_id) const;
   // Token ids written to `samples` must be in the vocabulary (the engine feeds them back).
   void check_token_ids(const at::Tensor& ids) const;
@@ -128,7 +140,7 @@ class Interleaver final : public runner::StepObserver, public ModuleCaller {
   absl::flat_hash_map<std::string, Module*> modules_;             // path -> module
   std::map<uint64_t, std::unique_ptr<TraceGroup>> groups_;        // by trace id
   absl::flat_hash_map<uint64_t, uint64_t> trace_of_;              // request id -> trace id
-  absl::flat_hash_map<std::string, HookHandle> hooks_;            // provider key -> hook
+  absl::flat_hash_map<ProviderKey, InstalledHook> hooks_;         // (module, kind) -> its hooks
   absl::flat_hash_map<Module*, std::vector<PendingSkip>> skips_;  // set this call, not yet applied
   const batching::BatchGroups* step_ = nullptr;                   // this step's rows (valid during the step)
   std::vector<std::pair<uint64_t, std::string>> errors_;

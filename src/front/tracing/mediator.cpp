@@ -190,17 +190,17 @@ std::vector<at::Tensor> Mediator::backward(const at::Tensor& metric, const std::
   return out;
 }
 
-dsl::Value Mediator::get(const std::string& key, int64_t step) {
+dsl::Value Mediator::get(const ProviderKey& key, int64_t step) {
   wait_kind_ = WaitKind::kGet;
-  wait_key_ = key;
+  wait_key_ = &key;
   wait_step_ = step;
   suspend();
   return std::move(resume_value_);
 }
 
-void Mediator::set(const std::string& key, int64_t step, dsl::Value value) {
+void Mediator::set(const ProviderKey& key, int64_t step, dsl::Value value) {
   wait_kind_ = WaitKind::kSet;
-  wait_key_ = key;
+  wait_key_ = &key;
   wait_step_ = step;
   set_value_ = std::move(value);
   suspend();

@@ -56,7 +56,7 @@ class Mediator final : public dsl::Provider {
 
   State state() const { return state_; }
   bool waiting() const { return state_ == State::kWaiting; }
-  const std::string& wait_key() const { return wait_key_; }
+  const ProviderKey& wait_key() const { return *wait_key_; }  // while waiting
   int64_t wait_step() const { return wait_step_; }
   WaitKind wait_kind() const { return wait_kind_; }
   const dsl::Value& set_value() const { return set_value_; }
@@ -76,18 +76,18 @@ class Mediator final : public dsl::Provider {
   const dsl::Graph& graph() const { return graph_.graph(); }
 
   // Module provider keys the graph reads or writes (where hooks are needed).
-  std::set<std::string> module_keys;
+  std::set<ProviderKey> module_keys;
   // Keys whose values a grad() names: in a gradient step each read of them is
   // written back (the model goes on with the very tensor the graph holds).
-  std::set<std::string> grad_keys;
+  std::set<ProviderKey> grad_keys;
   // The tensors handed out for grad_keys (backward() accepts only those).
   void note_grad_value(const dsl::Value& v);
   // A new step: the last step's values are no longer backward()'s to reach.
   void clear_grad_values() { grad_values_.clear(); }
 
   // ---- dsl::Provider (called from inside the fiber)
-  dsl::Value get(const std::string& key, int64_t step) override;
-  void set(const std::string& key, int64_t step, dsl::Value value) override;
+  dsl::Value get(const ProviderKey& key, int64_t step) override;
+  void set(const ProviderKey& key, int64_t step, dsl::Value value) override;
   void save(const std::string& name, const dsl::Value& value, dsl::SaveMode mode) override;
   dsl::Value external(uint32_t invoke, dsl::NodeId node) override;
   void stop() override { stop_requested_ = true; }
@@ -119,7 +119,7 @@ class Mediator final : public dsl::Provider {
   boost::context::fiber fiber_;   // the mediator's context (valid while suspended)
   boost::context::fiber caller_;  // the interleaver's context (valid while running)
   State state_ = State::kNotStarted;
-  std::string wait_key_;
+  const ProviderKey* wait_key_ = nullptr;  // the waiting node's, in graph_
   int64_t wait_step_ = 0;
   WaitKind wait_kind_ = WaitKind::kGet;
   dsl::Value set_value_;

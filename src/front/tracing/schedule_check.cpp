@@ -4,7 +4,6 @@
 #include <optional>
 
 #include "dsl/analysis.h"
-#include "dsl/provider_key.h"
 
 namespace nnsight::tracing {
 
@@ -21,18 +20,19 @@ struct Time {
   bool operator<(const Time& o) const { return step < o.step || (step == o.step && order < o.order); }
 };
 
-int64_t key_order(const std::string& key, const runner::ModelStructure& s) { return s.order_of(key); }
+int64_t key_order(const ProviderKey& key, const runner::ModelStructure& s) { return s.order_of(key); }
+bool is_result(const dsl::Access& a) { return a.provider.kind == KeyKind::Result; }
 
 Time first_time(const dsl::Access& a, const runner::ModelStructure& s) {
-  const int64_t order = key_order(a.key, s);
-  if (a.key == "result") return {kEnd, order};
+  const int64_t order = key_order(a.provider, s);
+  if (is_result(a)) return {kEnd, order};
   if (a.step.mode == dsl::StepSpec::Mode::Fixed) return {a.step.value, order};
   return {a.range.start + a.step.value, order};
 }
 
 Time last_time(const dsl::Access& a, const runner::ModelStructure& s) {
-  const int64_t order = key_order(a.key, s);
-  if (a.key == "result") return {kEnd, order};
+  const int64_t order = key_order(a.provider, s);
+  if (is_result(a)) return {kEnd, order};
   if (a.step.mode == dsl::StepSpec::Mode::Fixed) return {a.step.value, order};
   if (a.range.all) return {kEnd - 1, order};
   const int64_t n = (a.range.stop - 1 - a.range.start) / a.range.stride;
@@ -45,7 +45,7 @@ std::string where(const dsl::Graph& g, dsl::NodeId id) {
 }
 
 std::string step_text(const dsl::Access& a) {
-  if (a.key == "result") return "the end of the request";
+  if (is_result(a)) return "the end of the request";
   if (a.step.mode == dsl::StepSpec::Mode::Fixed) return "step " + std::to_string(a.step.value);
   return a.step.value == 0 ? "each iterated step" : "iterated step +" + std::to_string(a.step.value);
 }
@@ -80,10 +80,9 @@ void check_keys(const dsl::Graph& g, const runner::ModelStructure& s) {
       continue;
     }
     if (n.kind != dsl::NodeKind::Get && n.kind != dsl::NodeKind::Set) continue;
-    auto key = dsl::parse_provider_key(n.name);
-    if (!key) throw TraceError(where(g, id) + ": '" + n.name + "' is not a provider key");
-    if (key->module_path.empty()) continue;
-    const std::string path(key->module_path);
+    if (!n.key) throw TraceError(where(g, id) + ": '" + n.name + "' is not a provider key");
+    if (!n.key->is_module()) continue;
+    const std::string& path = n.key->module_path;
     if (!s.find_module(path)) {
       throw TraceError(where(g, id) + ": unknown module path '" + path + "' (did you mean '" + s.closest_path(path) +
                        "'?)");
@@ -101,9 +100,9 @@ void check_graph(const dsl::Graph& g, const runner::ModelStructure& s) {
   for (const auto& a : an.accesses) {
     if (prev) {
       const bool same_iter = a.iter != dsl::kNoNode && a.iter == prev->iter;
-      const Time before = same_iter ? Time{prev->step.value, key_order(prev->key, s)} : last_time(*prev, s);
-      const Time now = same_iter ? Time{a.step.value, key_order(a.key, s)} : first_time(a, s);
-      const bool result_after_all = a.key == "result";
+      const Time before = same_iter ? Time{prev->step.value, key_order(prev->provider, s)} : last_time(*prev, s);
+      const Time now = same_iter ? Time{a.step.value, key_order(a.provider, s)} : first_time(a, s);
+      const bool result_after_all = is_result(a);
       if (now < before && !result_after_all) {
         const bool after_all = prev->iter != dsl::kNoNode && prev->range.all && !same_iter;
         std::string msg = where(g, a.node) + ": out-of-order access: '" + a.key + "' at " + step_text(a) +

@@ -136,7 +136,8 @@ CacheHandle Tracer::cache(const std::vector<std::string>& modules, CallSite site
   // Recorded in the order the model runs them, whatever order they were given in.
   std::vector<std::string> ordered = modules;
   std::stable_sort(ordered.begin(), ordered.end(), [&](const std::string& a, const std::string& b2) {
-    return rec_->structure().order_of(a + ".output") < rec_->structure().order_of(b2 + ".output");
+    return rec_->structure().order_of(ProviderKey::of_module(a, KeyKind::ModuleOutput)) <
+           rec_->structure().order_of(ProviderKey::of_module(b2, KeyKind::ModuleOutput));
   });
   b->begin_iter(dsl::IterRange::all_from(0), loc);
   for (const auto& path : ordered) {
