@@ -8,6 +8,7 @@
 #include <nnsight/error.hpp>
 
 #include "core/gradient_forward.h"
+#include "core/shape_string.h"
 #include "dsl/errors.h"
 #include "front/tracing/admission.h"
 #include "front/tracing/trace_payload.h"
@@ -15,12 +16,6 @@
 namespace nnsight::tracing {
 
 namespace {
-
-std::string shape_str(at::IntArrayRef s) {
-  std::string out = "[";
-  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
-  return out + "]";
-}
 
 const char* kMissed =
     "Execution complete but `%s` was not provided at step %lld. Did you call an Envoy out of order? "
@@ -280,8 +275,8 @@ void Interleaver::write(EventValue& ev, const ProviderKey& key, const batching::
     std::vector<int64_t> shape = target.sizes().vec();
     shape[0] = total;
     if (!at::is_expandable_to(src.sizes(), shape)) {
-      throw Error("shape mismatch: cannot set `" + key.str() + "` of this invoke (shape " + shape_str(shape) +
-                  ") to a value of shape " + shape_str(src.sizes()));
+      throw Error("shape mismatch: cannot set `" + key.str() + "` of this invoke (shape " + shape_string(shape) +
+                  ") to a value of shape " + shape_string(src.sizes()));
     }
     if (!ev.cloned[i]) {
       target = target.clone();
@@ -424,8 +419,8 @@ std::optional<ModuleIO> Interleaver::apply_skips(Module& m, const ModuleIO& out)
     shape[0] = batching::count_rows(s.rows);
     if (!at::is_expandable_to(s.value.sizes(), shape)) {
       fail_group(*s.group, "invoke " + std::to_string(s.invoke) + ": shape mismatch: cannot skip `" + m.path() +
-                               "` of this invoke (output shape " + shape_str(shape) + ") with a value of shape " +
-                               shape_str(s.value.sizes()));
+                               "` of this invoke (output shape " + shape_string(shape) + ") with a value of shape " +
+                               shape_string(s.value.sizes()));
       continue;
     }
     if (!cloned) {
