@@ -3,7 +3,7 @@
 #include <nnsight/error.hpp>
 
 #include "dsl/errors.h"
-#include "front/remote/base64.h"
+#include "dsl/base64.h"
 #include "front/remote/sampling_params_json.h"
 #include "front/tracing/graph_file.h"
 #include "front/tracing/graph_trace.h"
@@ -62,7 +62,7 @@ TraceRequest parse(const nlohmann::json& body, const runner::ModelStructure& str
       in.params =
           remote::sampling_params_from_json(inv.value("sampling_params", nlohmann::json()), where + ".sampling_params");
       in.params.invoke_index(inv.value("invoke_index", static_cast<int32_t>(i)));
-      in.params.payload(remote::base64_decode(inv.value("payload", std::string()), where + ".payload"));
+      in.params.payload(dsl::base64_decode(inv.value("payload", std::string()), where + ".payload"));
       out.prompts.push_back(in.prompt);
       out.prompt_of.push_back(i);
       out.max_tokens += in.params.max_tokens();
