@@ -5,9 +5,9 @@
 #include "dsl/errors.h"
 #include "dsl/base64.h"
 #include "front/remote/sampling_params_json.h"
-#include "front/tracing/graph_file.h"
-#include "front/tracing/graph_trace.h"
-#include "front/tracing/recorded_trace.h"
+#include "front/trace_client/graph_file.h"
+#include "front/trace_client/graph_trace.h"
+#include "front/trace_worker/recorded_trace.h"
 #include "server/http_error.h"
 
 namespace nnsight::server {

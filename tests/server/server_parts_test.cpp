@@ -8,7 +8,7 @@
 
 #include "dsl/base64.h"
 #include "front/remote/sampling_params_json.h"
-#include "front/tracing/trace_result_file.h"
+#include "front/trace_client/trace_result_file.h"
 #include "server/api_keys.h"
 #include "server/http_error.h"
 #include "server/tenant_limits.h"

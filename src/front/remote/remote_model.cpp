@@ -8,8 +8,8 @@
 
 #include "dsl/base64.h"
 #include "front/remote/sampling_params_json.h"
-#include "front/tracing/interrupt.h"
-#include "front/tracing/trace_result_file.h"
+#include "front/trace_client/interrupt.h"
+#include "front/trace_client/trace_result_file.h"
 
 namespace nnsight::remote {
 

@@ -24,8 +24,8 @@
 #include "core/memory_budget.h"
 #include "dsl/evaluate.h"
 #include "dsl/validate.h"
-#include "front/tracing/module_caller.h"
-#include "front/tracing/trace_payload.h"
+#include "front/trace_worker/module_caller.h"
+#include "front/trace_worker/trace_payload.h"
 
 namespace nnsight::tracing {
 

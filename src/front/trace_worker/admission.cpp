@@ -1,4 +1,4 @@
-#include "front/tracing/admission.h"
+#include "front/trace_worker/admission.h"
 
 #include <set>
 #include <string>
@@ -8,7 +8,7 @@
 
 #include "dsl/analysis.h"
 #include "dsl/validate.h"
-#include "front/tracing/schedule_check.h"
+#include "front/trace_worker/schedule_check.h"
 
 namespace nnsight::tracing {
 

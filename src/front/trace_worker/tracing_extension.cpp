@@ -1,4 +1,4 @@
-#include "front/tracing/tracing_extension.h"
+#include "front/trace_worker/tracing_extension.h"
 
 #include <dlfcn.h>
 
@@ -10,8 +10,8 @@
 
 #include "core/memory_budget.h"
 
-#include "front/tracing/interleaver.h"
-#include "front/tracing/worker_functions.h"
+#include "front/trace_worker/interleaver.h"
+#include "front/trace_worker/worker_functions.h"
 #include "runner/model_runner/model_runner.h"
 
 namespace nnsight::tracing {

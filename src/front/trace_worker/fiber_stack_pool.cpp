@@ -1,4 +1,4 @@
-#include "front/tracing/fiber_stack_pool.h"
+#include "front/trace_worker/fiber_stack_pool.h"
 
 #include <boost/context/protected_fixedsize_stack.hpp>
 

@@ -5,7 +5,7 @@
 #include <nnsight/tracer.hpp>
 
 #include "dsl/node.h"
-#include "front/tracing/trace_recorder.h"
+#include "front/trace_client/trace_recorder.h"
 
 namespace nnsight {
 

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "dsl/value.h"
-#include "front/tracing/mediator.h"
+#include "front/trace_worker/mediator.h"
 
 namespace nnsight::tracing {
 

@@ -1,4 +1,4 @@
-#include "front/tracing/interrupt.h"
+#include "front/trace_client/interrupt.h"
 
 #include <atomic>
 

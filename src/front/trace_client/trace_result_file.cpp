@@ -1,4 +1,4 @@
-#include "front/tracing/trace_result_file.h"
+#include "front/trace_client/trace_result_file.h"
 
 #include <map>
 

@@ -1,4 +1,4 @@
-#include "front/tracing/schedule_check.h"
+#include "front/trace_worker/schedule_check.h"
 
 #include <limits>
 #include <optional>

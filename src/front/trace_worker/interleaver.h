@@ -36,8 +36,8 @@
 #include "batching/batch_groups.h"
 #include "dsl/function_registry.h"
 #include "dsl/limits.h"
-#include "front/tracing/admission.h"
-#include "front/tracing/trace_group.h"
+#include "front/trace_worker/admission.h"
+#include "front/trace_worker/trace_group.h"
 #include "runner/model_runner/model_runner.h"
 #include "runner/model_runner/step_observer.h"
 

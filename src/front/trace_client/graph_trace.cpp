@@ -1,4 +1,4 @@
-#include "front/tracing/graph_trace.h"
+#include "front/trace_client/graph_trace.h"
 
 #include <atomic>
 #include <map>
@@ -7,10 +7,9 @@
 
 #include "dsl/errors.h"
 #include "dsl/validate.h"
-#include "front/tracing/collect_trace_result.h"
-#include "front/tracing/interrupt.h"
-#include "front/tracing/schedule_check.h"
-#include "front/tracing/trace_payload.h"
+#include "front/trace_client/local_trace_backend.h"
+#include "front/trace_worker/schedule_check.h"
+#include "front/trace_worker/trace_payload.h"
 #include "runner/engine/async_engine.h"
 #include "runner/engine/llm_access.h"
 
@@ -129,12 +128,8 @@ TraceResult run(LLM& llm, std::vector<runner::RequestInput> prompts, const std::
   runner::AsyncEngine& engine = runner::LLMAccess::engine(llm);
   PreparedGraphTrace t =
       prepare_graph_trace(engine.model_structure(), std::move(prompts), graphs, params, next_trace_id());
-  const uint64_t submitted_at = interrupt_count();
-  std::vector<runner::RequestHandle> handles = engine.submit_group(std::move(t.requests));
   // Outputs in prompt order.
-  std::vector<runner::RequestHandle> by_prompt(handles.size());
-  for (size_t r = 0; r < handles.size(); ++r) by_prompt[t.prompt_of[r]] = std::move(handles[r]);
-  return collect_trace_result(engine, by_prompt, submitted_at);
+  return submit_trace(engine, std::move(t.requests), std::move(t.prompt_of)).get();
 }
 
 }  // namespace

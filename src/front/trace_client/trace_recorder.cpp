@@ -1,4 +1,4 @@
-#include "front/tracing/trace_recorder.h"
+#include "front/trace_client/trace_recorder.h"
 
 #include <algorithm>
 #include <set>
@@ -6,8 +6,8 @@
 #include <nnsight/error.hpp>
 
 #include "dsl/node.h"
-#include "front/tracing/schedule_check.h"
-#include "front/tracing/trace_payload.h"
+#include "front/trace_worker/schedule_check.h"
+#include "front/trace_worker/trace_payload.h"
 
 namespace nnsight::tracing {
 

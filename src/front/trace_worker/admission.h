@@ -13,9 +13,9 @@
 
 #include "dsl/function_registry.h"
 #include "dsl/limits.h"
-#include "front/tracing/module_caller.h"
-#include "front/tracing/trace_group.h"
-#include "front/tracing/trace_payload.h"
+#include "front/trace_worker/module_caller.h"
+#include "front/trace_worker/trace_group.h"
+#include "front/trace_worker/trace_payload.h"
 #include "runner/model_runner/model_structure.h"
 #include "runner/step/step_data.h"
 

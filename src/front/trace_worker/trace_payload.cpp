@@ -1,4 +1,4 @@
-#include "front/tracing/trace_payload.h"
+#include "front/trace_worker/trace_payload.h"
 
 #include "dsl/analysis.h"
 

@@ -1,4 +1,4 @@
-#include "front/tracing/recorded_trace.h"
+#include "front/trace_worker/recorded_trace.h"
 
 #include <map>
 #include <set>
@@ -8,8 +8,8 @@
 
 #include "dsl/errors.h"
 #include "dsl/validate.h"
-#include "front/tracing/schedule_check.h"
-#include "front/tracing/trace_payload.h"
+#include "front/trace_worker/schedule_check.h"
+#include "front/trace_worker/trace_payload.h"
 
 namespace nnsight::tracing {
 

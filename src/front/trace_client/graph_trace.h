@@ -10,7 +10,7 @@
 #include <nnsight/llm.hpp>
 #include <nnsight/sampling_params.hpp>
 
-#include "front/tracing/graph_file.h"
+#include "front/trace_client/graph_file.h"
 #include "runner/engine/engine.h"
 #include "runner/model_runner/model_structure.h"
 

@@ -1,4 +1,4 @@
-#include "front/tracing/trace_group.h"
+#include "front/trace_worker/trace_group.h"
 
 #include <algorithm>
 

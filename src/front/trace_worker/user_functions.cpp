@@ -5,7 +5,7 @@
 
 #include <ATen/ATen.h>
 
-#include "front/tracing/worker_functions.h"
+#include "front/trace_worker/worker_functions.h"
 
 namespace nnsight {
 

@@ -1,4 +1,4 @@
-#include "front/tracing/graph_file.h"
+#include "front/trace_client/graph_file.h"
 
 #include <fstream>
 #include <sstream>

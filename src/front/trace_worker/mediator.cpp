@@ -1,4 +1,4 @@
-#include "front/tracing/mediator.h"
+#include "front/trace_worker/mediator.h"
 
 #include <ATen/ATen.h>
 #include <torch/csrc/autograd/autograd.h>
@@ -9,8 +9,8 @@
 
 #include "core/gradient_forward.h"
 #include "dsl/errors.h"
-#include "front/tracing/fiber_stack_pool.h"
-#include "front/tracing/trace_group.h"
+#include "front/trace_worker/fiber_stack_pool.h"
+#include "front/trace_worker/trace_group.h"
 
 namespace nnsight::tracing {
 

@@ -6,7 +6,7 @@
 #include <ATen/ATen.h>
 
 #include "dsl/builder.h"
-#include "front/tracing/trace_recorder.h"
+#include "front/trace_client/trace_recorder.h"
 
 namespace nnsight {
 

@@ -1,4 +1,4 @@
-#include "front/tracing/worker_functions.h"
+#include "front/trace_worker/worker_functions.h"
 
 namespace nnsight::tracing {
 

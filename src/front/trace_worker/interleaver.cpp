@@ -1,4 +1,4 @@
-#include "front/tracing/interleaver.h"
+#include "front/trace_worker/interleaver.h"
 
 #include <ATen/ATen.h>
 #include <ATen/ExpandUtils.h>
@@ -10,8 +10,8 @@
 #include "core/gradient_forward.h"
 #include "core/shape_string.h"
 #include "dsl/errors.h"
-#include "front/tracing/admission.h"
-#include "front/tracing/trace_payload.h"
+#include "front/trace_worker/admission.h"
+#include "front/trace_worker/trace_payload.h"
 
 namespace nnsight::tracing {
 
