@@ -127,8 +127,10 @@ class ReadyProvider : public dsl::Provider {
  public:
   at::Tensor hidden = at::randn({1, 576});
   at::Tensor logits = at::randn({1, 49152});
-  Value get(const std::string& key, int64_t) override { return key == "logits" ? Value(logits) : Value(hidden); }
-  void set(const std::string&, int64_t, Value) override {}
+  Value get(const ProviderKey& key, int64_t) override {
+    return key.kind == KeyKind::Logits ? Value(logits) : Value(hidden);
+  }
+  void set(const ProviderKey&, int64_t, Value) override {}
   void save(const std::string&, const Value& v, dsl::SaveMode) override { benchmark::DoNotOptimize(&v); }
 };
 

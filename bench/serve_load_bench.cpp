@@ -31,9 +31,9 @@
 #include <nnsight/nnsight.hpp>
 
 #include "front/remote/http_client.h"
-#include "front/tracing/graph_file.h"
-#include "front/tracing/graph_trace.h"
-#include "front/tracing/trace_result_file.h"
+#include "front/trace_client/graph_file.h"
+#include "front/trace_client/graph_trace.h"
+#include "front/trace_client/trace_result_file.h"
 #include "server/model_server.h"
 #include "support/bench_support.h"
 

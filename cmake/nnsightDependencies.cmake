@@ -77,7 +77,7 @@ message(STATUS "nnsight: LibTorch ${Torch_VERSION} from ${TORCH_INSTALL_PREFIX}"
 add_library(nnsight_private_deps INTERFACE)
 target_link_libraries(nnsight_private_deps INTERFACE
   Boost::context nlohmann_json::nlohmann_json cereal::cereal PkgConfig::PCRE2 PkgConfig::UTF8PROC
-  absl::flat_hash_map absl::inlined_vector OpenSSL::Crypto
+  absl::flat_hash_map absl::inlined_vector absl::strings OpenSSL::Crypto
   Threads::Threads ${CMAKE_DL_LIBS} rt)
 
 # glibc's vector math library (part of libc6 / libc6-dev): attention's

@@ -29,6 +29,7 @@ GraphAnalysis analyze(const Graph& g) {
         acc.node = i;
         acc.is_set = n.kind == NodeKind::Set;
         acc.key = n.name;
+        if (n.key) acc.provider = *n.key;
         acc.step = n.step;
         for (auto it = open.rbegin(); it != open.rend(); ++it) {
           if (!it->is_iter) {

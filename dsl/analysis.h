@@ -29,7 +29,8 @@ namespace nnsight::dsl {
 struct Access {
   NodeId node = 0;  // the Get or Set node
   bool is_set = false;
-  std::string key;
+  std::string key;           // as written
+  ProviderKey provider;      // parsed (a graph whose keys were checked)
   StepSpec step;             // as written
   NodeId iter = kNoNode;     // innermost enclosing Iter, if any
   IterRange range;           // that Iter's range (meaningful when iter != kNoNode)

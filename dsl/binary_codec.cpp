@@ -473,11 +473,11 @@ class Reader {
         n.value = value(0);
         break;
       case NodeKind::Get:
-        n.name = str("key");
+        n.set_key(str("key"));
         n.step = step();
         break;
       case NodeKind::Set:
-        n.name = str("key");
+        n.set_key(str("key"));
         n.step = step();
         n.args = refs();
         break;

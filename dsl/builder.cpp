@@ -60,16 +60,19 @@ NodeId GraphBuilder::get(std::string key, StepSpec step, SourceLoc loc) {
   if (step.value < 0) fail(loc, "negative step " + std::to_string(step.value));
   Node n;
   n.kind = NodeKind::Get;
+  const KindMask kinds = provider_key_kinds(pk->kind);
   n.name = std::move(key);
+  n.key = std::move(pk);
   n.step = step;
   n.loc = std::move(loc);
-  return push(std::move(n), provider_key_kinds(pk->kind));
+  return push(std::move(n), kinds);
 }
 
 NodeId GraphBuilder::set(std::string key, StepSpec step, NodeId value, SourceLoc loc) {
   check_open(loc);
   check_ref(value, loc, "set");
-  if (!parse_provider_key(key))
+  auto pk = parse_provider_key(key);
+  if (!pk)
     fail(loc, "'" + key + "' is not a provider key (<module path>.output|.input|.inputs, logits, samples, result)");
   if (step.mode == StepSpec::Mode::Iter && !in_iter())
     fail(loc, "a step relative to the iteration is used outside any iteration");
@@ -77,6 +80,7 @@ NodeId GraphBuilder::set(std::string key, StepSpec step, NodeId value, SourceLoc
   Node n;
   n.kind = NodeKind::Set;
   n.name = std::move(key);
+  n.key = std::move(pk);
   n.step = step;
   n.args = {value};
   n.loc = std::move(loc);

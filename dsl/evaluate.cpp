@@ -193,7 +193,7 @@ void Evaluator::exec(NodeId id) {
       case NodeKind::Get: {
         int64_t step = resolve_step(n.step);
         try {
-          values_[id] = provider_.get(n.name, step);
+          values_[id] = provider_.get(*n.key, step);
         } catch (const RequestFinished&) {
           throw FinishedSignal{id, step};
         }
@@ -203,7 +203,7 @@ void Evaluator::exec(NodeId id) {
         int64_t step = resolve_step(n.step);
         const Value& v = arg(id, 0);
         try {
-          provider_.set(n.name, step, v);
+          provider_.set(*n.key, step, v);
         } catch (const RequestFinished&) {
           throw FinishedSignal{id, step};
         }

@@ -44,9 +44,10 @@ class Provider {
   // The value of `key` at generation step `step` (0 = the prefill step). May
   // block until the model produces it. Throws RequestFinished when the
   // request ended before that step, ValueNeverProvided when it will never come.
-  virtual Value get(const std::string& key, int64_t step) = 0;
+  // `key` is the graph's own (it lives as long as the graph).
+  virtual Value get(const ProviderKey& key, int64_t step) = 0;
   // Makes the model use `value` for `key` at `step` (same exceptions as get).
-  virtual void set(const std::string& key, int64_t step, Value value) = 0;
+  virtual void set(const ProviderKey& key, int64_t step, Value value) = 0;
   // A Save node ran. The value is passed as computed (a tensor may be a view of
   // a model activation): clone what must outlive the current step.
   virtual void save(const std::string& name, const Value& value, SaveMode mode) = 0;

@@ -480,12 +480,12 @@ class Reader {
         break;
       case NodeKind::Get:
         only_keys(j, ptr, {"id", "kind", "loc", "key", "step"});
-        n.name = str(field(j, ptr, "key"), ptr + "/key", "key");
+        n.set_key(str(field(j, ptr, "key"), ptr + "/key", "key"));
         n.step = j.contains("step") ? step(j["step"], ptr + "/step") : StepSpec::fixed(0);
         break;
       case NodeKind::Set:
         only_keys(j, ptr, {"id", "kind", "loc", "key", "step", "args"});
-        n.name = str(field(j, ptr, "key"), ptr + "/key", "key");
+        n.set_key(str(field(j, ptr, "key"), ptr + "/key", "key"));
         n.step = j.contains("step") ? step(j["step"], ptr + "/step") : StepSpec::fixed(0);
         n.args = refs(j, ptr);
         break;

@@ -2,6 +2,11 @@
 
 namespace nnsight::dsl {
 
+void Node::set_key(std::string text) {
+  key = parse_provider_key(text);
+  name = std::move(text);
+}
+
 const char* node_kind_name(NodeKind k) {
   switch (k) {
     case NodeKind::Const:

@@ -4,11 +4,13 @@
 // matching End node closes (Cond may have one Else in between). See docs/ir.md.
 #pragma once
 
+#include "core/provider_key.h"
 #include "dsl/value.h"
 
 #include <nnsight/source_location.hpp>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -78,16 +80,22 @@ enum class SaveMode : uint8_t {
 // listed in docs/ir.md and enforced by the codecs and the validator.
 struct Node {
   NodeKind kind = NodeKind::Const;
-  SourceLoc loc;             // the user's file and line
-  std::string name;          // Get/Set: provider key; Op: op; Apply: function; Save: save name; Call: module path
-  std::vector<NodeId> args;  // Op/Apply: arguments; Set/Save/Cond/Call/Grad/Backward: exactly one
-  Value value;               // Const
-  StepSpec step;             // Get/Set
-  IterRange range;           // Iter
+  SourceLoc loc;     // the user's file and line
+  std::string name;  // Get/Set: provider key as written; Op: op; Apply: function; Save: save name; Call: module path
+  // Get/Set: `name` parsed, once, where the node is made (the builder, the
+  // decoders; the validator for nodes made by hand); nullopt when `name` is
+  // not a provider key (the validator rejects the node).
+  std::optional<ProviderKey> key;
+  std::vector<NodeId> args;                // Op/Apply: arguments; Set/Save/Cond/Call/Grad/Backward: exactly one
+  Value value;                             // Const
+  StepSpec step;                           // Get/Set
+  IterRange range;                         // Iter
   SaveMode save_mode = SaveMode::Replace;  // Save
   uint32_t ext_invoke = 0;                 // External
   NodeId ext_node = 0;                     // External
 
+  // Get/Set: sets `name` to `text` and `key` to its parse.
+  void set_key(std::string text);
   // Whether this node produces a value other nodes may reference.
   bool has_value() const;
   // "node 7 (op 'softmax') at file.cpp:12": how every error names a node.

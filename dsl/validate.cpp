@@ -141,12 +141,12 @@ class Validator {
     }
   }
 
-  void check_key(NodeId id, const std::string& key, KindMask* kind) const {
-    check_string(id, key, "key");
-    auto pk = parse_provider_key(key);
-    if (!pk)
-      fail(id, "'" + key + "' is not a provider key (<module path>.output, .input, .inputs, logits, samples, result)");
-    if (kind) *kind = provider_key_kinds(pk->kind);
+  void check_key(NodeId id, const Node& n, KindMask* kind) const {
+    check_string(id, n.name, "key");
+    if (!n.key)
+      fail(id,
+           "'" + n.name + "' is not a provider key (<module path>.output, .input, .inputs, logits, samples, result)");
+    if (kind) *kind = provider_key_kinds(n.key->kind);
   }
 
   void node(NodeId id, std::vector<NodeId>& block_end, std::vector<NodeId>& else_of, std::vector<const OpDef*>& ops,
@@ -161,14 +161,13 @@ class Validator {
         break;
       case NodeKind::Get:
         check_args(id, n.args, 0);
-        check_key(id, n.name, &kinds[id]);
-        if (parse_provider_key(n.name)->kind == KeyKind::ModuleSkip)
-          fail(id, "'" + n.name + "' can only be set (envoy.skip(value))");
+        check_key(id, n, &kinds[id]);
+        if (n.key->kind == KeyKind::ModuleSkip) fail(id, "'" + n.name + "' can only be set (envoy.skip(value))");
         check_step(id, n.step);
         break;
       case NodeKind::Set:
         check_args(id, n.args, 1);
-        check_key(id, n.name, nullptr);
+        check_key(id, n, nullptr);
         check_step(id, n.step);
         break;
       case NodeKind::Op: {
@@ -192,7 +191,7 @@ class Validator {
         // tuple (not a value computed from them, which the model never sees).
         const NodeId src = n.args[0];
         const Node* s = &g_.nodes[grad_source(g_, src)];
-        auto pk = s->kind == NodeKind::Get ? parse_provider_key(s->name) : std::nullopt;
+        const ProviderKey* pk = s->kind == NodeKind::Get && s->key ? &*s->key : nullptr;
         if (!pk || (pk->kind != KeyKind::ModuleOutput && pk->kind != KeyKind::ModuleInput &&
                     pk->kind != KeyKind::ModuleInputs && pk->kind != KeyKind::Logits))
           fail(id, grad_of_computed_value(g_, src));
@@ -326,6 +325,9 @@ class Validator {
 
 ValidatedGraph validate(Graph g, const ValidateOptions& options) {
   ValidatedGraph out;
+  // A graph made by hand (not by the builder or a decoder) has its keys as text only.
+  for (Node& n : g.nodes)
+    if ((n.kind == NodeKind::Get || n.kind == NodeKind::Set) && !n.key) n.key = parse_provider_key(n.name);
   Validator v(g, options);
   v.run(out.block_end_, out.else_of_, out.ops_, out.kinds_);
   uint64_t size = encoded_size(g);

@@ -1,9 +1,10 @@
 #include "runner/engine/async_engine.h"
 
-#include <cstdio>
+#include <string>
 
 #include <nnsight/error.hpp>
 
+#include "core/log.h"
 #include "runner/engine/engine_failure.h"
 
 namespace nnsight::runner {
@@ -81,8 +82,7 @@ void AsyncEngine::loop() {
         try {
           it->second.callback(o);
         } catch (const std::exception& e) {
-          std::fprintf(stderr, "[nnsight] a streaming callback of request %llu threw: %s\n",
-                       static_cast<unsigned long long>(o.request_id), e.what());
+          log_error("a streaming callback of request " + std::to_string(o.request_id) + " threw: " + e.what());
         }
       }
       if (o.finished) {
@@ -96,7 +96,7 @@ void AsyncEngine::loop() {
             try {
               group->on_done(std::move(group->outputs), nullptr);
             } catch (const std::exception& e) {
-              std::fprintf(stderr, "[nnsight] a group callback threw: %s\n", e.what());
+              log_error(std::string("a group callback threw: ") + e.what());
             }
           }
         }

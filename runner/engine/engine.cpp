@@ -1,11 +1,11 @@
 #include "runner/engine/engine.h"
 
 #include <algorithm>
-#include <cstdio>
 #include <map>
 
 #include <nnsight/error.hpp>
 
+#include "core/log.h"
 #include "core/model_path.h"
 #include "core/tokenizer/tokenizer_loader.h"
 #include "runner/engine/engine_failure.h"
@@ -24,7 +24,7 @@ uint64_t mix64(uint64_t a, uint64_t b) {
 
 std::shared_ptr<const Tokenizer> load_tokenizer(const std::string& model_path) {
   if (!model_has_tokenizer(model_path)) {
-    std::fprintf(stderr, "[nnsight] %s has no tokenizer: the engine takes token ids only\n", model_path.c_str());
+    log_info(model_path + " has no tokenizer: the engine takes token ids only");
     return nullptr;
   }
   return std::make_shared<const Tokenizer>(load_tokenizer_for_model(model_path));
@@ -206,7 +206,7 @@ std::vector<RequestOutput> Engine::recover(const std::string& failure) {
   const int64_t limit = args_.max_worker_restarts();
   std::string why = "restarts are off (EngineArgs.max_worker_restarts 0)";
   if (limit != 0 && (limit < 0 || restarts_ < limit)) {
-    std::fprintf(stderr, "[nnsight] the engine's workers failed (%s); starting them again\n", failure.c_str());
+    log_warning("the engine's workers failed (" + failure + "); starting them again");
     if (executor_->restart(&why)) {
       ++restarts_;
       scheduler_ = std::make_unique<Scheduler>(scheduler_config());  // empty caches, maybe another size

@@ -20,7 +20,9 @@ ModelStructure::ModelStructure(std::vector<ModuleInfo> modules, std::vector<std:
 void ModelStructure::index() {
   order_.clear();
   by_path_.clear();
-  for (size_t i = 0; i < events_.size(); ++i) order_.emplace(events_[i], static_cast<int64_t>(i));
+  // The events' text is the wire form (to_json, the executor's wire); parsed once here.
+  for (size_t i = 0; i < events_.size(); ++i)
+    if (auto key = parse_provider_key(events_[i])) order_.emplace(std::move(*key), static_cast<int64_t>(i));
   for (size_t i = 0; i < modules_.size(); ++i) by_path_.emplace(modules_[i].path, i);
 }
 
@@ -80,12 +82,12 @@ ModelStructure ModelStructure::probe(CausalLM& model, std::vector<KVCache>& kv) 
     modules.back().callable = m->callable();
     const std::string p = path;
     handles.push_back(m->register_forward_pre_hook([&events, p](Module&, const ModuleIO&) {
-      events.push_back(p + ".input");
+      events.push_back(ProviderKey::of_module(p, KeyKind::ModuleInput).str());
       return std::optional<ModuleIO>();
     }));
     handles.push_back(
         m->register_forward_hook([&events, &modules, index, p](Module&, const ModuleIO&, const ModuleIO& out) {
-          events.push_back(p + ".output");
+          events.push_back(ProviderKey::of_module(p, KeyKind::ModuleOutput).str());
           // Two tokens, one sampling row: a module whose rows are the sampling
           // rows runs after the last-token selection.
           if (modules[index].row_level != batching::RowLevel::kRouted && !out.empty() && out.at(0).defined() &&
@@ -111,9 +113,7 @@ ModelStructure ModelStructure::probe(CausalLM& model, std::vector<KVCache>& kv) 
     throw;
   }
   for (auto& h : handles) h.remove();
-  events.push_back("logits");
-  events.push_back("samples");
-  events.push_back("result");
+  for (KeyKind k : {KeyKind::Logits, KeyKind::Samples, KeyKind::Result}) events.push_back(ProviderKey{k, {}}.str());
   return ModelStructure(std::move(modules), std::move(events));
 }
 
@@ -122,12 +122,9 @@ const ModuleInfo* ModelStructure::find_module(const std::string& path) const {
   return it == by_path_.end() ? nullptr : &modules_[it->second];
 }
 
-batching::RowLevel ModelStructure::row_level(const std::string& key) const {
-  if (key == "logits" || key == "samples" || key == "result") return batching::RowLevel::kPrompt;
-  const size_t dot = key.rfind('.');
-  if (dot != std::string::npos) {
-    if (const ModuleInfo* m = find_module(key.substr(0, dot))) return m->row_level;
-  }
+batching::RowLevel ModelStructure::row_level(const ProviderKey& key) const {
+  if (!key.is_module()) return batching::RowLevel::kPrompt;
+  if (const ModuleInfo* m = find_module(key.module_path)) return m->row_level;
   return batching::RowLevel::kToken;
 }
 
@@ -135,17 +132,12 @@ bool ModelStructure::has_function(const std::string& name) const {
   return std::binary_search(functions_.begin(), functions_.end(), name);
 }
 
-int64_t ModelStructure::order_of(const std::string& key) const {
-  auto it = order_.find(key);
-  if (it != order_.end()) return it->second;
-  const std::string suffix = ".inputs";
-  if (key.size() > suffix.size() && key.compare(key.size() - suffix.size(), suffix.size(), suffix) == 0)
-    return order_of(key.substr(0, key.size() - 1));
-  // A skip is set when the module is about to run: its input's place.
-  const std::string skip = ".skip";
-  if (key.size() > skip.size() && key.compare(key.size() - skip.size(), skip.size(), skip) == 0)
-    return order_of(key.substr(0, key.size() - skip.size()) + ".input");
-  return -1;
+int64_t ModelStructure::order_of(const ProviderKey& key) const {
+  // ".inputs" shares ".input"'s place; a skip is set when the module is about
+  // to run: its input's place too.
+  const bool at_input = key.kind == KeyKind::ModuleInputs || key.kind == KeyKind::ModuleSkip;
+  auto it = at_input ? order_.find(ProviderKey::of_module(key.module_path, KeyKind::ModuleInput)) : order_.find(key);
+  return it == order_.end() ? -1 : it->second;
 }
 
 namespace {

@@ -15,7 +15,10 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include <absl/container/flat_hash_map.h>
+
 #include "batching/batch_groups.h"
+#include "core/provider_key.h"
 #include "models/causal_lm.h"
 
 namespace nnsight::runner {
@@ -54,9 +57,9 @@ class ModelStructure {
   const ModuleInfo* find_module(const std::string& path) const;
   // The row level of a provider key's values: "logits", "samples" and
   // "result" are per request; a module's values have its row_level.
-  batching::RowLevel row_level(const std::string& key) const;
+  batching::RowLevel row_level(const ProviderKey& key) const;
   // Position of a provider key in events(), or -1 for an unknown key.
-  int64_t order_of(const std::string& key) const;
+  int64_t order_of(const ProviderKey& key) const;
   // The known module path closest to `path` (edit distance), for messages.
   std::string closest_path(const std::string& path) const;
 
@@ -71,7 +74,7 @@ class ModelStructure {
   std::vector<ModuleInfo> modules_;
   std::vector<std::string> events_;
   std::vector<std::string> functions_;
-  std::unordered_map<std::string, int64_t> order_;
+  absl::flat_hash_map<ProviderKey, int64_t> order_;
   std::unordered_map<std::string, size_t> by_path_;
 };
 

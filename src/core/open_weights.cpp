@@ -2,6 +2,8 @@
 #include <sys/stat.h>
 
 #include <cstring>
+
+#include <absl/strings/match.h>
 #include <fstream>
 
 #include <nnsight/error.hpp>
@@ -13,10 +15,6 @@
 
 namespace nnsight {
 namespace {
-
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
 
 bool has_gguf_magic(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -34,14 +32,14 @@ std::unique_ptr<WeightSource> open_weights(const std::string& path, const OpenWe
   }
   if (S_ISDIR(st.st_mode)) return std::make_unique<HfCheckpoint>(path);
   if (S_ISREG(st.st_mode)) {
-    if (ends_with(path, ".gguf") || has_gguf_magic(path)) {
+    if (absl::EndsWith(path, ".gguf") || has_gguf_magic(path)) {
       // Without AVX2 (or off x86-64) the packed kernel decodes through the
       // portable scalar decoder and is slower than the float32 path:
       // dequantize at load there.
       const bool packed = options.keep_packed && kernels::packed_path_available(kernels::PackedPath::Fused);
       return std::make_unique<GgufWeights>(path, packed);
     }
-    if (ends_with(path, ".safetensors")) return std::make_unique<HfCheckpoint>(path);
+    if (absl::EndsWith(path, ".safetensors")) return std::make_unique<HfCheckpoint>(path);
   }
   throw LoadError(path +
                   ": unrecognized model file (expected a .gguf file, a .safetensors file with "

@@ -15,7 +15,7 @@
 #include "front/capture/capture_observer.h"
 #include "front/hooks/forward_hook_installer.h"
 #include "front/hooks/hook_specs.h"
-#include "front/tracing/tracing_extension.h"
+#include "front/trace_worker/tracing_extension.h"
 #include "runner/model_runner/model_runner.h"
 #include "runner/model_runner/runner_extension.h"
 

@@ -1,5 +1,6 @@
 #include "server/api_keys.h"
 
+#include <absl/strings/ascii.h>
 #include <openssl/crypto.h>
 #include <openssl/sha.h>
 
@@ -20,12 +21,6 @@ std::string sha256(const std::string& text) {
   return std::string(reinterpret_cast<const char*>(d), sizeof d);
 }
 
-std::string trim(const std::string& s) {
-  const size_t a = s.find_first_not_of(" \t\r");
-  if (a == std::string::npos) return "";
-  return s.substr(a, s.find_last_not_of(" \t\r") - a + 1);
-}
-
 }  // namespace
 
 std::string ApiKeys::sha256_hex(const std::string& text) { return to_hex(sha256(text)); }
@@ -37,15 +32,15 @@ ApiKeys ApiKeys::load(const std::string& path) {
   std::set<std::string> names;
   std::string line;
   for (int n = 1; std::getline(in, line); ++n) {
-    line = trim(line);
+    absl::StripAsciiWhitespace(&line);
     if (line.empty() || line[0] == '#') continue;
     const std::string where = path + ":" + std::to_string(n);
     const size_t colon = line.find(':');
     if (colon == std::string::npos || colon == 0 || colon + 1 == line.size())
       throw ConfigError(where + ": expected 'tenant:key' or 'tenant:sha256:<64 hex digits>'");
     Entry e;
-    e.tenant = trim(line.substr(0, colon));
-    const std::string rest = trim(line.substr(colon + 1));
+    e.tenant = std::string(absl::StripAsciiWhitespace(absl::string_view(line).substr(0, colon)));
+    const std::string rest(absl::StripAsciiWhitespace(absl::string_view(line).substr(colon + 1)));
     if (rest.rfind("sha256:", 0) == 0) {
       const std::string hex = rest.substr(7);
       if (hex.size() != 64 || hex.find_first_not_of("0123456789abcdefABCDEF") != std::string::npos)
@@ -71,7 +66,8 @@ std::optional<std::string> ApiKeys::tenant(const std::string& authorization) con
     return std::nullopt;
   for (size_t i = 0; i < scheme.size(); ++i)
     if (std::tolower(static_cast<unsigned char>(authorization[i])) != scheme[i]) return std::nullopt;
-  const std::string digest = sha256(trim(authorization.substr(scheme.size() + 1)));
+  const std::string digest =
+      sha256(std::string(absl::StripAsciiWhitespace(absl::string_view(authorization).substr(scheme.size() + 1))));
   std::optional<std::string> found;
   for (const auto& e : entries_)  // every entry is compared: the time does not tell which matched
     if (CRYPTO_memcmp(e.digest.data(), digest.data(), digest.size()) == 0) found = e.tenant;

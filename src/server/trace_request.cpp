@@ -3,12 +3,12 @@
 #include <nnsight/error.hpp>
 
 #include "dsl/errors.h"
-#include "front/remote/base64.h"
+#include "dsl/base64.h"
 #include "front/remote/json_integer.h"
 #include "front/remote/sampling_params_json.h"
-#include "front/tracing/graph_file.h"
-#include "front/tracing/graph_trace.h"
-#include "front/tracing/recorded_trace.h"
+#include "front/trace_client/graph_file.h"
+#include "front/trace_client/graph_trace.h"
+#include "front/trace_worker/recorded_trace.h"
 #include "server/http_error.h"
 #include "server/json_body.h"
 
@@ -66,7 +66,7 @@ TraceRequest parse(const nlohmann::json& body, const runner::ModelStructure& str
       in.params.invoke_index(inv.contains("invoke_index")
                                  ? remote::json_integer<int32_t>(inv["invoke_index"], where + ".invoke_index", 0)
                                  : static_cast<int32_t>(i));
-      in.params.payload(remote::base64_decode(inv.value("payload", std::string()), where + ".payload"));
+      in.params.payload(dsl::base64_decode(inv.value("payload", std::string()), where + ".payload"));
       out.prompts.push_back(in.prompt);
       out.prompt_of.push_back(i);
       out.max_tokens += in.params.max_tokens();

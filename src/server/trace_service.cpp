@@ -7,10 +7,10 @@
 #include <nnsight/error.hpp>
 
 #include "core/log.h"
-#include "front/tracing/collect_trace_result.h"
-#include "front/tracing/graph_trace.h"
-#include "front/tracing/trace_payload.h"
-#include "front/tracing/trace_result_file.h"
+#include "front/trace_client/collect_trace_result.h"
+#include "front/trace_client/graph_trace.h"
+#include "front/trace_client/trace_result_file.h"
+#include "front/trace_worker/trace_payload.h"
 #include "runner/engine/engine_failure.h"
 #include "server/http_error.h"
 #include "server/random_id.h"

@@ -32,6 +32,19 @@ EXCLUDE_DIR=cli check src/front  batching core tp models dsl runner front
 check src/server batching core tp models dsl runner front server
 # The command-line program sits above everything (it starts the server too).
 check src/front/cli batching core tp models dsl runner front server
+# Tracing is in two rooms (docs/design.md): the client records and submits
+# traces, the worker runs them. The worker room never includes the client
+# room (nor any other part of front/: it is what a server's worker runs).
+while IFS= read -r line; do
+  file="${line%%:*}"
+  inc="$(sed -E 's/.*#include "([^"]+)".*/\1/' <<<"$line")"
+  if [[ "$inc" == front/* && "$inc" != front/trace_worker/* ]]; then
+    echo "layering: $file includes \"$inc\" but src/front/trace_worker may use only front/trace_worker"
+    status=1
+  fi
+done < <(grep -rHn --include='*.h' --include='*.cpp' '#include "' "$root/src/front/trace_worker" 2>/dev/null | sed "s|$root/||")
+[ -d "$root/src/front/trace_worker" ] && [ -d "$root/src/front/trace_client" ] || {
+  echo "layering: src/front/trace_client and src/front/trace_worker are the tracing rooms"; status=1; }
 # runner/ is in rooms, lowest first: a room includes only rooms before it
 # (docs/design.md).
 check_room() {  # room, allowed rooms...

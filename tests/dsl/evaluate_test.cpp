@@ -258,7 +258,7 @@ struct NotAnException {
 };
 class ThrowingProvider : public FakeProvider {
  public:
-  dsl::Value get(const std::string&, int64_t) override { throw NotAnException{42}; }
+  dsl::Value get(const ProviderKey&, int64_t) override { throw NotAnException{42}; }
 };
 
 TEST(DslEval, ForeignExceptionsPassThroughUntouched) {
@@ -281,8 +281,8 @@ class FiberProvider : public FakeProvider {
  public:
   ctx::fiber* main = nullptr;  // where to switch to while waiting
   std::vector<std::string> waits;
-  dsl::Value get(const std::string& key, int64_t step) override {
-    waits.push_back(key);
+  dsl::Value get(const ProviderKey& key, int64_t step) override {
+    waits.push_back(key.str());
     *main = std::move(*main).resume();  // suspend until the model gets here
     return FakeProvider::get(key, step);
   }

@@ -4,7 +4,7 @@
 
 #include <boost/context/fiber.hpp>
 
-#include "front/tracing/fiber_stack_pool.h"
+#include "front/trace_worker/fiber_stack_pool.h"
 
 namespace nnsight::tracing {
 namespace {

@@ -6,12 +6,12 @@
 
 #include <nnsight/error.hpp>
 
-#include "front/remote/base64.h"
+#include "dsl/base64.h"
+#include "dsl/errors.h"
 #include "front/remote/json_integer.h"
 #include "front/remote/sampling_params_json.h"
-#include "dsl/errors.h"
-#include "front/tracing/trace_payload.h"
-#include "front/tracing/trace_result_file.h"
+#include "front/trace_client/trace_result_file.h"
+#include "front/trace_worker/trace_payload.h"
 #include "server/api_keys.h"
 #include "server/http_error.h"
 #include "server/tenant_limits.h"
@@ -108,12 +108,12 @@ TEST(TenantLimits, TokensPerMinute) {
 TEST(Base64, RoundTripsEveryLengthAndRefusesGarbage) {
   std::string bytes;
   for (int n = 0; n < 40; ++n) {
-    EXPECT_EQ(remote::base64_decode(remote::base64_encode(bytes), "x"), bytes) << n;
+    EXPECT_EQ(dsl::base64_decode(dsl::base64_encode(bytes), "x"), bytes) << n;
     bytes += static_cast<char>(n * 37);
   }
-  EXPECT_EQ(remote::base64_encode("Man"), "TWFu");
-  EXPECT_THROW(remote::base64_decode("abc", "x"), ConfigError);
-  EXPECT_THROW(remote::base64_decode("a!c=", "x"), ConfigError);
+  EXPECT_EQ(dsl::base64_encode("Man"), "TWFu");
+  EXPECT_THROW(dsl::base64_decode("abc", "x"), ConfigError);
+  EXPECT_THROW(dsl::base64_decode("a!c=", "x"), ConfigError);
 }
 
 TEST(SamplingParamsJson, RoundTripsAndNamesBadFields) {

@@ -15,7 +15,8 @@ at::Tensor FakeProvider::default_tensor(const std::string& key, int64_t step) {
   return at::randn({2, 4}, gen, at::TensorOptions().dtype(at::kFloat));
 }
 
-dsl::Value FakeProvider::get(const std::string& key, int64_t step) {
+dsl::Value FakeProvider::get(const ProviderKey& provider_key, int64_t step) {
+  const std::string key = provider_key.str();
   gets.emplace_back(key, step);
   if (finish_at_ && step >= *finish_at_) throw dsl::RequestFinished();
   auto it = values_.find({key, step});
@@ -28,7 +29,8 @@ dsl::Value FakeProvider::get(const std::string& key, int64_t step) {
   return dsl::Value(t);
 }
 
-void FakeProvider::set(const std::string& key, int64_t step, dsl::Value value) {
+void FakeProvider::set(const ProviderKey& provider_key, int64_t step, dsl::Value value) {
+  const std::string key = provider_key.str();
   if (finish_at_ && step >= *finish_at_) throw dsl::RequestFinished();
   sets.emplace_back(key, step, value);
   values_[{key, step}] = std::move(value);

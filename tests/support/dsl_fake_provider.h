@@ -26,8 +26,8 @@ class FakeProvider : public dsl::Provider {
   // Value the provider returns for External(invoke, node).
   void put_external(uint32_t invoke, dsl::NodeId node, dsl::Value v) { externals_[{invoke, node}] = std::move(v); }
 
-  dsl::Value get(const std::string& key, int64_t step) override;
-  void set(const std::string& key, int64_t step, dsl::Value value) override;
+  dsl::Value get(const ProviderKey& key, int64_t step) override;
+  void set(const ProviderKey& key, int64_t step, dsl::Value value) override;
   void save(const std::string& name, const dsl::Value& value, dsl::SaveMode mode) override;
   dsl::Value external(uint32_t invoke, dsl::NodeId node) override;
   void stop() override { ++stops; }

@@ -1,6 +1,8 @@
 #include "core/gguf/gguf_tensor_names.h"
 
 #include <cctype>
+
+#include <absl/strings/match.h>
 #include <cstring>
 
 namespace nnsight {
@@ -93,11 +95,6 @@ constexpr NamePair kGptNeoxLayer[] = {
 constexpr NamePair kGptNeoxTop[] = {
     {"token_embd", "gpt_neox.embed_in"}, {"output_norm", "gpt_neox.final_layer_norm"}, {"output", "embed_out"}};
 
-bool ends_with(const std::string& s, const char* suffix) {
-  size_t n = std::strlen(suffix);
-  return s.size() >= n && s.compare(s.size() - n, n, suffix) == 0;
-}
-
 }  // namespace
 
 std::optional<std::string> hf_name_from_gguf(const std::string& architecture, const std::string& gguf_name) {
@@ -145,9 +142,9 @@ std::optional<std::string> hf_name_from_gguf(const std::string& architecture, co
   };
 
   std::string suffix;
-  if (ends_with(gguf_name, ".weight")) {
+  if (absl::EndsWith(gguf_name, ".weight")) {
     suffix = ".weight";
-  } else if (ends_with(gguf_name, ".bias")) {
+  } else if (absl::EndsWith(gguf_name, ".bias")) {
     suffix = ".bias";
   } else {
     return std::nullopt;
@@ -177,7 +174,8 @@ std::optional<GgufExpertName> hf_expert_from_gguf(const std::string& architectur
   const NamePair* table = architecture == "llama"      ? kMixtralExperts
                           : architecture == "qwen3moe" ? kQwen3MoeExperts
                                                        : nullptr;
-  if (table == nullptr || !ends_with(gguf_name, ".weight") || gguf_name.compare(0, 4, "blk.") != 0) return std::nullopt;
+  if (table == nullptr || !absl::EndsWith(gguf_name, ".weight") || gguf_name.compare(0, 4, "blk.") != 0)
+    return std::nullopt;
   const std::string base = gguf_name.substr(0, gguf_name.size() - 7);
   const size_t dot = base.find('.', 4);
   if (dot == std::string::npos || dot == 4 || dot - 4 > 9) return std::nullopt;

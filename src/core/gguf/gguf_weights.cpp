@@ -9,6 +9,7 @@
 #include "core/gguf/gguf_tensor_names.h"
 #include "core/gguf/gguf_tokenizer_spec.h"
 #include "core/gguf/qk_permutation.h"
+#include "core/shape_string.h"
 #include "core/rope_scaling_factors.h"
 
 namespace nnsight {
@@ -17,12 +18,6 @@ namespace {
 std::string basename_of(const std::string& path) {
   size_t slash = path.find_last_of('/');
   return slash == std::string::npos ? path : path.substr(slash + 1);
-}
-
-std::string shape_string(const std::vector<int64_t>& s) {
-  std::string out = "[";
-  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
-  return out + "]";
 }
 
 // Layer index of "blk.N.*", -1 otherwise (the name was validated by the mapping).

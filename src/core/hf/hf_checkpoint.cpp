@@ -4,11 +4,14 @@
 #include <nlohmann/json.hpp>
 #include <sys/stat.h>
 
+#include <absl/strings/match.h>
+
 #include <map>
 
 #include <nnsight/error.hpp>
 
 #include "core/hf/hf_config.h"
+#include "core/shape_string.h"
 #include "core/untrusted_json.h"
 
 namespace nnsight {
@@ -24,41 +27,30 @@ bool is_file(const std::string& p) {
   return ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode);
 }
 
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
-bool starts_with(const std::string& s, const std::string& prefix) { return s.compare(0, prefix.size(), prefix) == 0; }
-
-std::string shape_string(const std::vector<int64_t>& s) {
-  std::string out = "[";
-  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
-  return out + "]";
-}
-
 // The Hugging Face name of a stored tensor; nullopt for buffers that are not
 // parameters (GPT-2's causal masks, old Llama rotary caches).
 std::optional<std::string> canonical_name(const std::string& arch, const std::string& stored) {
   if (arch == "gpt2") {
-    if (ends_with(stored, ".attn.bias") || ends_with(stored, ".attn.masked_bias")) return std::nullopt;
-    if (starts_with(stored, "transformer.") || starts_with(stored, "lm_head.")) return stored;
+    if (absl::EndsWith(stored, ".attn.bias") || absl::EndsWith(stored, ".attn.masked_bias")) return std::nullopt;
+    if (absl::StartsWith(stored, "transformer.") || absl::StartsWith(stored, "lm_head.")) return stored;
     return "transformer." + stored;  // saved from GPT2Model rather than GPT2LMHeadModel
   }
-  if (ends_with(stored, "rotary_emb.inv_freq")) return std::nullopt;
+  if (absl::EndsWith(stored, "rotary_emb.inv_freq")) return std::nullopt;
   if (arch == "gpt_neox") {
     // Old checkpoints store the causal mask buffers.
-    if (ends_with(stored, ".attention.bias") || ends_with(stored, ".attention.masked_bias")) return std::nullopt;
-    if (starts_with(stored, "gpt_neox.") || starts_with(stored, "embed_out.")) return stored;
+    if (absl::EndsWith(stored, ".attention.bias") || absl::EndsWith(stored, ".attention.masked_bias"))
+      return std::nullopt;
+    if (absl::StartsWith(stored, "gpt_neox.") || absl::StartsWith(stored, "embed_out.")) return stored;
     return "gpt_neox." + stored;  // saved from GPTNeoXModel
   }
-  if (starts_with(stored, "model.") || starts_with(stored, "lm_head.")) return stored;
+  if (absl::StartsWith(stored, "model.") || absl::StartsWith(stored, "lm_head.")) return stored;
   return "model." + stored;  // saved from LlamaModel rather than LlamaForCausalLM
 }
 
 bool is_conv1d_weight(const std::string& arch, const std::string& name) {
-  return arch == "gpt2" && starts_with(name, "transformer.h.") &&
-         (ends_with(name, ".attn.c_attn.weight") || ends_with(name, ".attn.c_proj.weight") ||
-          ends_with(name, ".mlp.c_fc.weight") || ends_with(name, ".mlp.c_proj.weight"));
+  return arch == "gpt2" && absl::StartsWith(name, "transformer.h.") &&
+         (absl::EndsWith(name, ".attn.c_attn.weight") || absl::EndsWith(name, ".attn.c_proj.weight") ||
+          absl::EndsWith(name, ".mlp.c_fc.weight") || absl::EndsWith(name, ".mlp.c_proj.weight"));
 }
 
 }  // namespace
@@ -68,7 +60,7 @@ HfCheckpoint::HfCheckpoint(const std::string& path) : describe_(path) {
   if (is_dir(path)) {
     dir_ = path;
     while (dir_.size() > 1 && dir_.back() == '/') dir_.pop_back();
-  } else if (is_file(path) && ends_with(path, ".safetensors")) {
+  } else if (is_file(path) && absl::EndsWith(path, ".safetensors")) {
     single = path;
     size_t slash = path.find_last_of('/');
     dir_ = slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));

@@ -9,6 +9,8 @@
 
 #include <nnsight/error.hpp>
 
+#include "core/tokenizer/utf8.h"
+
 namespace nnsight::jinja {
 namespace {
 
@@ -18,9 +20,8 @@ enum class Flow { kNormal, kBreak, kContinue };
 std::vector<std::string> code_points(const std::string& s) {
   std::vector<std::string> out;
   for (size_t p = 0; p < s.size();) {
-    const auto c = static_cast<unsigned char>(s[p]);
-    size_t n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 1;
-    if (p + n > s.size()) n = 1;
+    // An ill-formed sequence counts as one code point per maximal subpart (as U+FFFD would).
+    const size_t n = utf8_step(std::string_view(s).substr(p)).length;
     out.push_back(s.substr(p, n));
     p += n;
   }

@@ -10,6 +10,7 @@
 #include <nnsight/error.hpp>
 
 #include "core/untrusted_json.h"
+#include "core/shape_string.h"
 
 namespace nnsight {
 namespace {
@@ -31,12 +32,6 @@ const Dtype* dtype_by_name(const std::string& name) {
     if (name == d.name) return &d;
   }
   return nullptr;
-}
-
-std::string shape_string(const std::vector<int64_t>& s) {
-  std::string out = "[";
-  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
-  return out + "]";
 }
 
 uint64_t element_size(at::ScalarType t) {

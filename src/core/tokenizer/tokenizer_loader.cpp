@@ -2,6 +2,8 @@
 
 #include <sys/stat.h>
 
+#include <absl/strings/match.h>
+
 #include <nnsight/error.hpp>
 
 #include "core/gguf/gguf_file.h"
@@ -14,9 +16,6 @@ namespace {
 bool is_dir(const std::string& p) {
   struct stat st;
   return ::stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-}
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 }  // namespace
 
@@ -40,13 +39,13 @@ bool exists(const std::string& p) {
 }  // namespace
 
 bool model_has_tokenizer(const std::string& model_path) {
-  if (ends_with(model_path, ".gguf")) return true;
+  if (absl::EndsWith(model_path, ".gguf")) return true;
   const std::string json = tokenizer_json_for(model_path);
   return exists(json) || exists(sentencepiece_model_for(json));
 }
 
 Tokenizer load_tokenizer_for_model(const std::string& model_path) {
-  if (ends_with(model_path, ".gguf")) {
+  if (absl::EndsWith(model_path, ".gguf")) {
     GgufFile file(model_path);
     return Tokenizer(tokenizer_spec_from_gguf(file));
   }

@@ -1,5 +1,7 @@
 #include "front/capture/capture_config.h"
 
+#include <absl/strings/ascii.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
@@ -15,12 +17,6 @@ namespace {
 const char* env(const char* name) {
   const char* v = std::getenv(name);
   return v && *v ? v : nullptr;
-}
-
-std::string trim(const std::string& s) {
-  const size_t b = s.find_first_not_of(" \t");
-  if (b == std::string::npos) return "";
-  return s.substr(b, s.find_last_not_of(" \t") - b + 1);
 }
 
 bool parse_bool(const std::string& v, const char* name) {
@@ -96,7 +92,7 @@ CaptureConfig resolve_capture_config(const EngineArgs& args) {
 
 std::vector<int32_t> parse_layer_list(const std::string& text, int64_t num_layers, const std::string& where) {
   std::set<int32_t> out;
-  if (trim(text).empty()) {
+  if (absl::StripAsciiWhitespace(text).empty()) {
     for (int64_t i = 0; i < num_layers; ++i) out.insert(static_cast<int32_t>(i));
     return {out.begin(), out.end()};
   }
@@ -104,7 +100,7 @@ std::vector<int32_t> parse_layer_list(const std::string& text, int64_t num_layer
   while (start <= text.size()) {
     size_t end = text.find(',', start);
     if (end == std::string::npos) end = text.size();
-    const std::string item = trim(text.substr(start, end - start));
+    const std::string item(absl::StripAsciiWhitespace(absl::string_view(text).substr(start, end - start)));
     start = end + 1;
     if (item.empty()) throw ConfigError(where + ": empty item in layer list '" + text + "'");
     const size_t dash = item.find('-', 1);
@@ -112,8 +108,10 @@ std::vector<int32_t> parse_layer_list(const std::string& text, int64_t num_layer
     if (dash == std::string::npos) {
       lo = hi = parse_int(item, where + " item '" + item + "'");
     } else {
-      lo = parse_int(trim(item.substr(0, dash)), where + " item '" + item + "'");
-      hi = parse_int(trim(item.substr(dash + 1)), where + " item '" + item + "'");
+      lo = parse_int(std::string(absl::StripAsciiWhitespace(absl::string_view(item).substr(0, dash))),
+                     where + " item '" + item + "'");
+      hi = parse_int(std::string(absl::StripAsciiWhitespace(absl::string_view(item).substr(dash + 1))),
+                     where + " item '" + item + "'");
       if (hi < lo) throw ConfigError(where + ": range '" + item + "' ends before it starts");
     }
     if (lo < 0 || hi >= num_layers)

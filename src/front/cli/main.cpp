@@ -19,8 +19,8 @@
 #include "front/cli/commands.h"
 
 namespace {
-void usage() {
-  std::fprintf(stderr,
+void usage(FILE* to) {
+  std::fprintf(to,
                "usage: nnsight <command> [options]\n"
                "commands:\n"
                "  generate   generate text from a prompt (or a file of prompts)\n"
@@ -34,7 +34,7 @@ void usage() {
 
 int main(int argc, char** argv) {
   if (argc < 2 || std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0) {
-    usage();
+    usage(argc < 2 ? stderr : stdout);
     return argc < 2 ? 2 : 0;
   }
   // CLI11 picks the subcommand; each command parses its own options (CliArgs,
@@ -62,7 +62,7 @@ int main(int argc, char** argv) {
   }
   if (!chosen) {
     std::fprintf(stderr, "nnsight: unknown command '%s'\n", cmd.c_str());
-    usage();
+    usage(stderr);
     return 2;
   }
   try {

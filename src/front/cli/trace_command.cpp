@@ -12,8 +12,8 @@
 #include "front/cli/cli_args.h"
 #include "front/cli/commands.h"
 #include "front/cli/engine_options.h"
-#include "front/tracing/graph_trace.h"
-#include "front/tracing/trace_result_file.h"
+#include "front/trace_client/graph_trace.h"
+#include "front/trace_client/trace_result_file.h"
 #include "front/remote/http_client.h"
 #include "front/remote/sampling_params_json.h"
 

@@ -1,5 +1,5 @@
-// Shell-style pattern matching over module paths, with the semantics of
-// Python's fnmatch.fnmatch on POSIX (case-sensitive): '*' matches any run of
+// Shell-style pattern matching over module paths (libc's fnmatch), with the
+// semantics of Python's fnmatch.fnmatch on POSIX (case-sensitive): '*' matches any run of
 // characters (dots included, so "outer.*" matches "outer.0" and
 // "outer.inner.x"), '?' one character, "[seq]" / "[!seq]" one character in /
 // not in the set (ranges "a-z" allowed; a '[' without a closing ']' is literal).

@@ -1,6 +1,8 @@
 #include "front/hooks/hook_resolver.h"
 
 #include <dlfcn.h>
+
+#include <absl/strings/match.h>
 #include <sys/stat.h>
 
 #include <cstdlib>
@@ -23,12 +25,9 @@ bool is_file(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
 }
 
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 bool names_library(const std::string& module) {
-  return module.find('/') != std::string::npos || ends_with(module, ".so") || module.find(".so.") != std::string::npos;
+  return module.find('/') != std::string::npos || absl::EndsWith(module, ".so") ||
+         module.find(".so.") != std::string::npos;
 }
 
 std::string replace_all(std::string s, char from, char to) {

@@ -6,10 +6,10 @@
 
 #include <nnsight/error.hpp>
 
-#include "front/remote/base64.h"
+#include "dsl/base64.h"
 #include "front/remote/sampling_params_json.h"
-#include "front/tracing/interrupt.h"
-#include "front/tracing/trace_result_file.h"
+#include "front/trace_client/interrupt.h"
+#include "front/trace_client/trace_result_file.h"
 
 namespace nnsight::remote {
 
@@ -49,7 +49,7 @@ TraceFuture RemoteModel::submit(const std::vector<runner::RequestInput>& request
   for (const auto& r : requests) {
     nlohmann::json inv = {{"sampling_params", sampling_params_to_json(r.params)},
                           {"invoke_index", r.params.invoke_index()},
-                          {"payload", base64_encode(r.params.payload())}};
+                          {"payload", dsl::base64_encode(r.params.payload())}};
     if (r.prompt_token_ids.empty())
       inv["prompt"] = r.prompt;
     else

@@ -11,8 +11,8 @@
 
 #include <nnsight/nnsight.hpp>
 
-#include "front/tracing/graph_file.h"
-#include "front/tracing/graph_trace.h"
+#include "front/trace_client/graph_file.h"
+#include "front/trace_client/graph_trace.h"
 #include "support/scratch_dir.h"
 #include "support/tiny_checkpoint.h"
 #include "support/tiny_engine.h"

@@ -1,7 +1,7 @@
-// Graph files (src/front/tracing/graph_file.h): every error about a
+// Graph files (src/front/trace_client/graph_file.h): every error about a
 // hand-written JSON graph names its place in the file; node locations become
 // file:line so later errors point there too.
-#include "front/tracing/graph_file.h"
+#include "front/trace_client/graph_file.h"
 
 #include <gtest/gtest.h>
 

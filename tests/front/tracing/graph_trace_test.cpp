@@ -1,8 +1,8 @@
-// Graphs written as JSON run as traces (src/front/tracing/graph_trace.h) on a
+// Graphs written as JSON run as traces (src/front/trace_client/graph_trace.h) on a
 // tiny random Llama: the saves equal those of the same trace written in C++,
 // shared graphs and cross-invoke references work, and errors before and
 // during the run name the node's place in its file.
-#include "front/tracing/graph_trace.h"
+#include "front/trace_client/graph_trace.h"
 
 #include <gtest/gtest.h>
 

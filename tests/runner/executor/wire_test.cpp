@@ -126,8 +126,8 @@ TEST(Wire, WorkerInitAndReadyRoundTrip) {
   EXPECT_EQ(back.num_kv_blocks, 12);
   EXPECT_EQ(back.config.vocab_size, 99);
   ASSERT_EQ(back.structure.modules().size(), 2u);
-  EXPECT_EQ(back.structure.row_level("lm_head.output"), batching::RowLevel::kPrompt);
-  EXPECT_EQ(back.structure.row_level("model.norm.output"), batching::RowLevel::kToken);
+  EXPECT_EQ(back.structure.row_level(*parse_provider_key("lm_head.output")), batching::RowLevel::kPrompt);
+  EXPECT_EQ(back.structure.row_level(*parse_provider_key("model.norm.output")), batching::RowLevel::kToken);
   EXPECT_EQ(back.structure.events(), ready.structure.events());
 }
 

@@ -11,7 +11,7 @@ TEST(ModelStructure, EventsFollowExecutionOrder) {
   auto model = testing::tiny_llama();
   auto kv = allocate_kv_caches(model->num_layers(), 2, 4, model->local_kv_heads(), model->head_dim(), model->options());
   auto s = runner::ModelStructure::probe(*model, kv);
-  auto at = [&](const std::string& k) { return s.order_of(k); };
+  auto at = [&](const std::string& k) { return s.order_of(*parse_provider_key(k)); };
   EXPECT_GE(at("model.embed_tokens.output"), 0);
   EXPECT_LT(at("model.layers.0.input"), at("model.layers.0.input_layernorm.output"));
   EXPECT_LT(at("model.layers.0.self_attn.q_proj.output"), at("model.layers.0.self_attn.k_proj.output"));
