@@ -101,12 +101,11 @@ void check_grads(const dsl::Graph& g, const runner::ModelStructure& s) {
     if (n.kind != dsl::NodeKind::Grad || n.args.empty() || n.args[0] >= id) continue;
     const dsl::NodeId element = n.args[0];
     const dsl::NodeId base = dsl::grad_source(g, element);
-    if (base == element || g.nodes[base].kind != dsl::NodeKind::Get) continue;
-    const auto key = dsl::parse_provider_key(g.nodes[base].name);
-    if (!key) continue;
-    bool tuple = key->kind == dsl::KeyKind::ModuleInputs;
-    if (key->kind == dsl::KeyKind::ModuleOutput) {
-      const runner::ModuleInfo* m = s.find_module(std::string(key->module_path));
+    if (base == element || g.nodes[base].kind != dsl::NodeKind::Get || !g.nodes[base].key) continue;
+    const ProviderKey& key = *g.nodes[base].key;
+    bool tuple = key.kind == KeyKind::ModuleInputs;
+    if (key.kind == KeyKind::ModuleOutput) {
+      const runner::ModuleInfo* m = s.find_module(key.module_path);
       tuple = m == nullptr || m->output_tuple_size > 0;  // an unknown path is check_keys' error
     }
     if (!tuple) throw TraceError(where(g, id) + ": " + dsl::grad_of_computed_value(g, element));
