@@ -46,8 +46,8 @@ std::string quote(const std::string& s) {
 TEST(SpmTokenizedModel, TraceCliEqualsTheCppTrace) {
   testing::ScratchDir dir;
   const std::string out = dir.file("saves.safetensors");
-  const std::string cmd = std::string(NNSIGHT_CLI) + " trace --model " + quote(kModel) + " --prompt " +
-                          quote(kPrompt) + " --graph " + quote(kGraph) +
+  const std::string cmd = std::string(NNSIGHT_CLI) + " trace --model " + quote(kModel) + " --prompt " + quote(kPrompt) +
+                          " --graph " + quote(kGraph) +
                           " --max-tokens 3 --ignore-eos --kv-cache-mb 4 --no-progress --out " + quote(out);
   FILE* p = ::popen(cmd.c_str(), "r");
   ASSERT_NE(p, nullptr);

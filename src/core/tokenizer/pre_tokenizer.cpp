@@ -125,24 +125,11 @@ void PreTokenizer::split(std::string_view text, std::vector<Piece>& out, PreToke
   // Cut the text into maximal well-formed UTF-8 runs (PCRE2 is told the
   // subject is valid, which also keeps each match O(match) rather than
   // re-validating the whole subject) and ill-formed sequences.
-  size_t run_begin = 0;
-  size_t i = 0;
-  while (i < text.size()) {
-    if (static_cast<uint8_t>(text[i]) < 0x80) {
-      ++i;
-      continue;
-    }
-    const Utf8Step s = utf8_step(text.substr(i));
-    if (s.status == Utf8Status::kValid) {
-      i += s.length;
-      continue;
-    }
-    if (i > run_begin) split_valid_run(text, run_begin, i, out, scratch);
-    out.push_back(Piece{i, i + s.length, false});
-    i += s.length;
-    run_begin = i;
-  }
-  if (text.size() > run_begin) split_valid_run(text, run_begin, text.size(), out, scratch);
+  for_each_utf8_run(
+      text, [&](size_t b, size_t e) { split_valid_run(text, b, e, out, scratch); },
+      [&](size_t b, size_t e) {
+        out.push_back(Piece{b, e, false});
+      });
 }
 
 void PreTokenizer::split_valid_run(std::string_view text, size_t begin, size_t end, std::vector<Piece>& out,

@@ -75,24 +75,9 @@ bool unicode_normalize(std::string_view text, UnicodeNormalization form, std::st
   out.clear();
   out.reserve(text.size() + text.size() / 8);
   // Normalize each maximal well-formed run; copy ill-formed sequences.
-  size_t run_begin = 0;
-  size_t i = 0;
-  while (i < text.size()) {
-    if (static_cast<uint8_t>(text[i]) < 0x80) {
-      ++i;
-      continue;
-    }
-    const Utf8Step s = utf8_step(text.substr(i));
-    if (s.status == Utf8Status::kValid) {
-      i += s.length;
-      continue;
-    }
-    append_normalized(text.substr(run_begin, i - run_begin), options, out);
-    out.append(text.substr(i, s.length));
-    i += s.length;
-    run_begin = i;
-  }
-  append_normalized(text.substr(run_begin), options, out);
+  for_each_utf8_run(
+      text, [&](size_t b, size_t e) { append_normalized(text.substr(b, e - b), options, out); },
+      [&](size_t b, size_t e) { out.append(text.substr(b, e - b)); });
   return true;
 }
 
