@@ -22,24 +22,13 @@
 #include <string>
 #include <vector>
 
+#include "support/bench_support.h"
 #include "core/tokenizer/pre_tokenizer.h"
 #include "core/tokenizer/tokenizer_pipeline.h"
 
 namespace {
 
 using nnsight::Piece;
-
-std::vector<std::string> documents(const std::string& text) {
-  std::vector<std::string> docs;
-  size_t begin = 0;
-  while (begin < text.size()) {
-    size_t end = text.find("\n\n", begin);
-    if (end == std::string::npos) end = text.size();
-    docs.push_back(text.substr(begin, std::min(end + 2, text.size()) - begin));
-    begin = end + 2;
-  }
-  return docs;
-}
 
 class OnigSplitter {
  public:
@@ -140,7 +129,7 @@ int main(int argc, char** argv) {
   }
   std::ifstream in(corpus_path, std::ios::binary);
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  const std::vector<std::string> docs = documents(text);
+  const std::vector<std::string> docs = nnsight::bench::corpus_documents(text);
   OnigEncoding encodings[] = {ONIG_ENCODING_UTF8};
   onig_initialize(encodings, 1);
 

@@ -24,22 +24,11 @@
 #include <thread>
 #include <vector>
 
+#include "support/bench_support.h"
 #include "core/tokenizer/tokenizer.h"
 #include "core/tokenizer/tokenizer_loader.h"
 
 namespace {
-
-std::vector<std::string> documents(const std::string& text) {
-  std::vector<std::string> docs;
-  size_t begin = 0;
-  while (begin < text.size()) {
-    size_t end = text.find("\n\n", begin);
-    if (end == std::string::npos) end = text.size();
-    docs.push_back(text.substr(begin, end + 2 > text.size() ? text.size() - begin : end + 2 - begin));
-    begin = end + 2;
-  }
-  return docs;
-}
 
 nnsight::Tokenizer load(const std::string& path) {
   if (path.size() > 5 && path.compare(path.size() - 5, 5, ".gguf") == 0) {
@@ -88,7 +77,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  const std::vector<std::string> docs = documents(text);
+  const std::vector<std::string> docs = nnsight::bench::corpus_documents(text);
 
   nnsight::Tokenizer tokenizer = load(tokenizer_path);
   std::vector<double> seconds;

@@ -33,6 +33,18 @@ kernels::PackedMatrix random_packed_matrix(kernels::PackedType type, int64_t row
   return kernels::make_packed_matrix(type, rows, cols, bytes.data());
 }
 
+std::vector<std::string> corpus_documents(const std::string& text) {
+  std::vector<std::string> docs;
+  size_t begin = 0;
+  while (begin < text.size()) {
+    size_t end = text.find("\n\n", begin);
+    if (end == std::string::npos) end = text.size();
+    docs.push_back(text.substr(begin, std::min(end + 2, text.size()) - begin));
+    begin = end + 2;
+  }
+  return docs;
+}
+
 std::vector<int64_t> parse_int_list(const std::string& s) {
   std::vector<int64_t> out;
   std::stringstream ss(s);

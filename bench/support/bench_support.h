@@ -23,6 +23,10 @@ double measure_linear_flops(int64_t rows, int64_t k, int64_t n, bool bf16 = fals
 // "1,8,32" -> {1, 8, 32} (a command-line list; std::stoll's errors for a bad item).
 std::vector<int64_t> parse_int_list(const std::string& s);
 
+// A tokenization corpus cut into documents at blank lines ("\n\n" stays with
+// the document it ends), as bench/make_tokenizer_corpus.py writes it.
+std::vector<std::string> corpus_documents(const std::string& text);
+
 // The packed type named in lower case ("q4_1"), nullopt for another name.
 std::optional<kernels::PackedType> packed_type_named(const std::string& name);
 
