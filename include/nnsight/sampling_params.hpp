@@ -122,6 +122,14 @@ class SamplingParams {
     invoke_index_ = v;
     return *this;
   }
+  // The most bytes the trace's saves may hold on a worker: the save that
+  // would go over fails the trace at its step. 0 = unbounded (`nnsight
+  // serve` sets its --max-saved-mb here on every trace it runs).
+  int64_t max_saved_bytes() const { return max_saved_bytes_; }
+  SamplingParams& max_saved_bytes(int64_t v) {
+    max_saved_bytes_ = v;
+    return *this;
+  }
 
   // Throws nnsight::ConfigError naming the first bad field.
   void validate() const;
@@ -130,7 +138,7 @@ class SamplingParams {
   void serialize(Archive& ar) {
     ar(temperature_, top_p_, top_k_, min_p_, seed_, logprobs_, max_tokens_, stop_token_ids_, stop_, ignore_eos_,
        skip_special_tokens_, group_id_, allow_chunking_, prefix_caching_, cache_salt_, payload_, trace_id_,
-       invoke_index_, gradients_);
+       invoke_index_, gradients_, max_saved_bytes_);
   }
 
  private:
@@ -153,6 +161,7 @@ class SamplingParams {
   uint64_t trace_id_ = 0;
   int32_t invoke_index_ = 0;
   bool gradients_ = false;
+  int64_t max_saved_bytes_ = 0;
 };
 
 }  // namespace nnsight

@@ -39,6 +39,8 @@ void SamplingParams::validate() const {
   for (auto id : stop_token_ids_)
     if (id < 0) bad(t, "stop_token_ids", "must be non-negative, got " + std::to_string(id));
   if (invoke_index_ < 0) bad(t, "invoke_index", "must be >= 0");
+  if (max_saved_bytes_ < 0)
+    bad(t, "max_saved_bytes", "must be >= 0 (0 = unbounded), got " + std::to_string(max_saved_bytes_));
 }
 
 void EngineArgs::validate() const {

@@ -4,10 +4,9 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace nnsight {
-
-#include <vector>
 
 // Rotary frequency scaling. type "" with factor 0 = none; "llama3" (Llama 3: factor,
 // low/high_freq_factor, original_max_position); "longrope" (Phi-3:

@@ -1,5 +1,7 @@
 #include "server/model_server.h"
 
+#include <absl/strings/match.h>
+
 #include <nlohmann/json.hpp>
 #include <nnsight/error.hpp>
 
@@ -29,7 +31,6 @@ HttpResponse json_ok(const json& j, int status = 200) {
   return r;
 }
 
-bool starts_with(const std::string& s, const std::string& p) { return s.compare(0, p.size(), p) == 0; }
 
 }  // namespace
 
@@ -84,7 +85,7 @@ struct ModelServer::Impl {
                                   {"owned_by", "nnsight"},
                                   {"replicas", replicas->size()}}}}}));
     }
-    if (starts_with(p, "/v1/models/")) {
+    if (absl::StartsWith(p, "/v1/models/")) {
       require(req, "GET");
       const std::string rest = p.substr(11);
       const std::string name = rest.substr(0, rest.rfind('/'));
@@ -136,7 +137,7 @@ struct ModelServer::Impl {
       if (wants_wait(req)) return send_saves(tenant, id, out);
       return out.send(json_ok(traces->status(tenant, id), 202));
     }
-    if (starts_with(p, "/v1/traces/")) {
+    if (absl::StartsWith(p, "/v1/traces/")) {
       std::string rest = p.substr(11);
       if (rest.size() > 6 && rest.compare(rest.size() - 6, 6, "/saves") == 0) {
         require(req, "GET");

@@ -9,6 +9,7 @@
 #include "core/log.h"
 #include "front/trace_client/collect_trace_result.h"
 #include "front/trace_client/graph_trace.h"
+#include "front/trace_client/submit_trace.h"
 #include "front/trace_client/trace_result_file.h"
 #include "front/trace_worker/trace_payload.h"
 #include "runner/engine/engine_failure.h"
@@ -84,12 +85,13 @@ std::string TraceService::submit(const std::string& tenant, const nlohmann::json
   if (shutting_down_) throw HttpError(503, "the server is shutting down");
   TraceRequest req = parse_trace_request(body, replicas_.structure(), graph_limits_, tracing::next_trace_id());
   // The workers count the saves as they are made: the save that crosses the
-  // limit fails the trace at its step (the payload carries the limit).
+  // limit fails the trace at its step. The payload bytes pass through as the
+  // checks above read them; only sampling params change.
+  // A client may ask for a smaller limit, never a larger one.
+  const int64_t limit = limits_.options().max_saved_bytes;
   for (auto& r : req.requests) {
-    if (r.params.payload().empty()) continue;
-    tracing::TracePayload payload = tracing::decode_payload(r.params.payload(), graph_limits_);
-    payload.max_saved_bytes = static_cast<uint64_t>(limits_.options().max_saved_bytes);
-    r.params.payload(tracing::encode_payload(payload));
+    const int64_t asked = r.params.max_saved_bytes();
+    r.params.max_saved_bytes(asked > 0 ? std::min(asked, limit) : limit);
   }
   if (limits_.options().max_tokens_per_minute > 0) {
     // Counting needs the prompts' tokens: the engine gets them too, so it
@@ -146,8 +148,8 @@ void TraceService::start(const std::shared_ptr<Trace>& t, std::vector<runner::Re
     std::lock_guard<std::mutex> lock(mu_);
     t->step = std::max<int64_t>(t->step, static_cast<int64_t>(o.token_ids.size()));
   };
-  std::vector<runner::StreamCallback> callbacks(requests.size(), on_step);
   const std::string id = t->id;
+  // Outputs arrive in prompt order (an invoke's requests are contiguous).
   auto on_done = [this, id](std::vector<RequestOutput> outputs, std::exception_ptr error) {
     // The engine's loop thread: hand over, encode elsewhere.
     {
@@ -158,7 +160,8 @@ void TraceService::start(const std::shared_ptr<Trace>& t, std::vector<runner::Re
   };
   std::vector<runner::RequestHandle> handles;
   try {
-    handles = replicas_.engine(replica).submit_group(std::move(requests), std::move(callbacks), std::move(on_done));
+    handles = tracing::submit_trace(replicas_.engine(replica), std::move(requests), std::move(on_done),
+                                    tracing::TraceSubmitOptions().order(t->prompt_of).progress(std::move(on_step)));
   } catch (const std::exception& e) {  // refused at submission (a group that can never run, bad params)
     limits_.finished(t->tenant);
     {
@@ -216,12 +219,8 @@ void TraceService::complete(Completion c) {
                                                                                 : 422;
       throw Error(o.error);
     }
-    // Outputs in prompt order (an invoke's requests are contiguous).
-    std::vector<RequestOutput> outputs(c.outputs.size());
-    for (size_t r = 0; r < c.outputs.size(); ++r)
-      outputs[r < t->prompt_of.size() ? t->prompt_of[r] : r] = std::move(c.outputs[r]);
-    for (const auto& o : outputs) texts.push_back(o.text);
-    TraceResult result = tracing::collect_trace_result(std::move(outputs));
+    for (const auto& o : c.outputs) texts.push_back(o.text);
+    TraceResult result = tracing::collect_trace_result(std::move(c.outputs));
     saves = tracing::encode_trace_result(result, t->prompts);
     if (static_cast<int64_t>(saves.size()) > limits_.options().max_saved_bytes) {
       state = State::kFailed;

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "server/http_server.h"
+#include "support/loopback.h"
 
 namespace nnsight {
 namespace {
@@ -24,30 +25,10 @@ using server::HttpResponse;
 using server::HttpServer;
 using server::HttpServerOptions;
 
-int connect_to(int port) {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(static_cast<uint16_t>(port));
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
-  timeval tv{10, 0};
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  return fd;
-}
+int connect_to(int port) { return testing::connect_loopback(port); }
 
-// Sends `text` and reads until the server closes the connection; with
-// `half_close`, shuts its own sending side first (shutdown(SHUT_WR)).
 std::string exchange(int port, const std::string& text, bool half_close = false) {
-  int fd = connect_to(port);
-  ::send(fd, text.data(), text.size(), MSG_NOSIGNAL);
-  if (half_close) ::shutdown(fd, SHUT_WR);
-  std::string out;
-  char buf[4096];
-  ssize_t n;
-  while ((n = ::recv(fd, buf, sizeof buf, 0)) > 0) out.append(buf, static_cast<size_t>(n));
-  ::close(fd);
-  return out;
+  return testing::exchange_loopback(port, text, half_close);
 }
 
 struct Fixture {

@@ -26,6 +26,7 @@
 #include "front/trace_client/trace_result_file.h"
 #include "server/api_keys.h"
 #include "server/model_server.h"
+#include "support/loopback.h"
 #include "support/real_model.h"
 #include "support/scratch_dir.h"
 
@@ -289,12 +290,7 @@ TEST(RealModelServer, ClientThatLeavesCancelsItsTrace) {
                                 {"sampling_params", {{"max_tokens", 4000}, {"ignore_eos", true}}}}
                                .dump();
   const int port = std::stoi(shared().url.substr(shared().url.rfind(':') + 1));
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(static_cast<uint16_t>(port));
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  int fd = testing::connect_loopback(port);
   const std::string req = "POST /v1/traces?wait=1 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + std::string(kBob) +
                           "\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
                           "\r\n\r\n" + body;
@@ -317,22 +313,7 @@ int shared_port() { return std::stoi(shared().url.substr(shared().url.rfind(':')
 // Sends `text` on a new connection and reads until the server closes it;
 // with `half_close`, shuts the sending side first (shutdown(SHUT_WR)).
 std::string raw_exchange(int port, const std::string& text, bool half_close = false) {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(static_cast<uint16_t>(port));
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
-  timeval tv{120, 0};
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  ::send(fd, text.data(), text.size(), MSG_NOSIGNAL);
-  if (half_close) ::shutdown(fd, SHUT_WR);
-  std::string out;
-  char buf[4096];
-  ssize_t n;
-  while ((n = ::recv(fd, buf, sizeof buf, 0)) > 0) out.append(buf, static_cast<size_t>(n));
-  ::close(fd);
-  return out;
+  return testing::exchange_loopback(port, text, half_close, 120);
 }
 
 std::string post_request(const std::string& target, const std::string& body, const std::string& auth) {

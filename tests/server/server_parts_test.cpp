@@ -165,23 +165,20 @@ TEST(JsonInteger, RangeCheckedBeforeNarrowing) {
   }
 }
 
-TEST(TracePayload, CarriesTheServersSavedBytesLimit) {
+TEST(TracePayload, OneVersionAndTheSavedBytesLimitRidesInSamplingParams) {
   tracing::TracePayload p;
-  // Without a limit the bytes are version 1, as before the limit existed.
   std::string bytes = tracing::encode_payload(p);
   EXPECT_EQ(bytes[4], 1);
-  EXPECT_EQ(tracing::decode_payload(bytes, dsl::Limits()).max_saved_bytes, 0u);
-  p.max_saved_bytes = 4 << 20;
-  bytes = tracing::encode_payload(p);
-  EXPECT_EQ(bytes[4], 2);
-  EXPECT_EQ(tracing::decode_payload(bytes, dsl::Limits()).max_saved_bytes, uint64_t{4} << 20);
-  // A hostile limit (0 in version 2, or beyond 2^62) is refused.
-  for (int i = 0; i < 8; ++i) bytes[14 + i] = 0;
+  EXPECT_EQ(tracing::decode_payload(bytes, dsl::Limits()).num_requests, 1u);
+  bytes[4] = 2;  // the limit once rode in the payload as version 2: refused, not misread
   EXPECT_THROW(tracing::decode_payload(bytes, dsl::Limits()), dsl::DecodeError);
-  for (int i = 0; i < 8; ++i) bytes[14 + i] = static_cast<char>(0xff);
-  EXPECT_THROW(tracing::decode_payload(bytes, dsl::Limits()), dsl::DecodeError);
-  bytes[4] = 3;
-  EXPECT_THROW(tracing::decode_payload(bytes, dsl::Limits()), dsl::DecodeError);
+  // A client may send a smaller limit with its sampling params.
+  SamplingParams sp = remote::sampling_params_from_json(nlohmann::json{{"max_saved_bytes", 4096}}, "sampling_params");
+  EXPECT_EQ(sp.max_saved_bytes(), 4096);
+  EXPECT_EQ(remote::sampling_params_to_json(sp)["max_saved_bytes"], 4096);
+  EXPECT_FALSE(remote::sampling_params_to_json(SamplingParams()).contains("max_saved_bytes"));
+  EXPECT_THROW(remote::sampling_params_from_json(nlohmann::json{{"max_saved_bytes", -1}}, "sampling_params"),
+               ConfigError);
 }
 
 TEST(TraceResultFile, RoundTripsSavesListsAndOutputs) {

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <memory>
 #include <mutex>
 #include <random>
 
@@ -14,7 +15,7 @@
 
 #include "runner/engine/llm_access.h"
 #include "core/progress.h"
-#include "front/cli/cli_args.h"
+#include "front/cli/cli_options.h"
 #include "front/cli/commands.h"
 #include "front/cli/engine_options.h"
 #include "runner/engine/async_engine.h"
@@ -22,9 +23,11 @@
 namespace nnsight::cli {
 
 namespace {
-const char* kHelp =
-    "usage: nnsight bench --model M --num-prompts N --input-len I --output-len O [--max-num-seqs S] [--json]\n"
-    "Engine options:\n" NNSIGHT_ENGINE_OPTIONS_HELP;
+struct BenchOptions {
+  int64_t num_prompts = 8, input_len = 128, output_len = 128, seed = 0;
+  bool json = false;
+  EngineOptions engine;
+};
 
 double percentile(std::vector<double> v, double p) {
   if (v.empty()) return 0;
@@ -33,27 +36,12 @@ double percentile(std::vector<double> v, double p) {
   const size_t lo = static_cast<size_t>(idx), hi = std::min(lo + 1, v.size() - 1);
   return v[lo] + (v[hi] - v[lo]) * (idx - static_cast<double>(lo));
 }
-}  // namespace
 
-int bench_command(int argc, char** argv) {
-  std::vector<std::string> flags = {"json", "help"};
-  for (const auto& f : engine_flag_names()) flags.push_back(f);
-  std::vector<std::string> known = {"model", "num-prompts", "input-len", "output-len", "json", "help", "seed"};
-  for (const auto& o : engine_option_names()) known.push_back(o);
-  for (const auto& f : engine_flag_names()) known.push_back(f);
-  CliArgs args(argc, argv, 2, flags, known);
-  if (args.has("help")) {
-    std::fputs(kHelp, stdout);
-    return 0;
-  }
-  const int64_t n = args.get_int("num-prompts", 8), in_len = args.get_int("input-len", 128),
-                out_len = args.get_int("output-len", 128);
-  if (n < 1 || in_len < 1 || out_len < 1)
-    throw std::invalid_argument("--num-prompts, --input-len and --output-len must be >= 1");
-
-  LLM llm(engine_args_from(args));
+int run(const CLI::App& cmd, const BenchOptions& o) {
+  const int64_t n = o.num_prompts, in_len = o.input_len, out_len = o.output_len;
+  LLM llm(engine_args_from(cmd, o.engine));
   const int64_t vocab = runner::LLMAccess::engine(llm).model_config().vocab_size;
-  std::mt19937_64 rng(static_cast<uint64_t>(args.get_int("seed", 0)));
+  std::mt19937_64 rng(static_cast<uint64_t>(o.seed));
   std::uniform_int_distribution<int32_t> tok(3, static_cast<int32_t>(vocab - 1));
   SamplingParams params = SamplingParams().temperature(0).max_tokens(out_len).ignore_eos(true);
 
@@ -98,7 +86,7 @@ int bench_command(int argc, char** argv) {
                       {"latency_p50_s", percentile(latency, 0.5)},
                       {"latency_p99_s", percentile(latency, 0.99)},
                       {"ttft_p50_s", percentile(first_token, 0.5)}};
-  if (args.has("json")) {
+  if (o.json) {
     std::printf("%s\n", j.dump().c_str());
   } else {
     std::printf("requests: %lld x (%lld in, %lld out)   total %.2f s\n", static_cast<long long>(n),
@@ -108,6 +96,20 @@ int bench_command(int argc, char** argv) {
                 j["latency_p50_s"].get<double>(), j["latency_p99_s"].get<double>(), j["ttft_p50_s"].get<double>());
   }
   return 0;
+}
+
+}  // namespace
+
+RunCommand add_bench_command(CLI::App& root) {
+  auto o = std::make_shared<BenchOptions>();
+  CLI::App& cmd = *root.add_subcommand("bench", "measure prefill/decode throughput and latency on random prompts");
+  add_integer(cmd, "--num-prompts", o->num_prompts, "requests, all submitted at once", 1);
+  add_integer(cmd, "--input-len", o->input_len, "prompt tokens each", 1);
+  add_integer(cmd, "--output-len", o->output_len, "generated tokens each", 1);
+  add_integer(cmd, "--seed", o->seed, "seed of the random prompts", 0);
+  cmd.add_flag("--json", o->json, "print one JSON object");
+  add_engine_options(cmd, o->engine);
+  return [&cmd, o] { return run(cmd, *o); };
 }
 
 }  // namespace nnsight::cli

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <memory>
 #include <stdexcept>
 #include <thread>
 
@@ -11,25 +12,17 @@
 
 #include <nnsight/capture.hpp>
 
-#include "front/cli/cli_args.h"
+#include "front/cli/cli_options.h"
 #include "front/cli/commands.h"
 
 namespace nnsight::cli {
 
 namespace {
-const char* kHelp =
-    "usage: nnsight capture-read --engine-id ID [--rank R] [--request ID] [--since SEQ | --latest N]\n"
-    "                            [--follow] [--values N] [--info] [--mark] [--save FILE]\n"
-    "  --engine-id ID   the engine's id (EngineArgs.engine_id; default: its process id)\n"
-    "  --rank R         worker rank (default 0)\n"
-    "  --request ID     only this request's records\n"
-    "  --since SEQ      records with seq > SEQ (default 0: everything still in the ring)\n"
-    "  --latest N       the newest N records\n"
-    "  --follow         keep printing new records until the engine stops\n"
-    "  --values N       values printed per record (default 4)\n"
-    "  --info           print the segment's settings first\n"
-    "  --mark           with --request: keep its records from being overwritten\n"
-    "  --save FILE      with --request: write its records to a safetensors file\n";
+struct CaptureReadOptions {
+  std::string engine_id, save;
+  int64_t rank = 0, request = 0, since = 0, latest = 0, values = 4;
+  bool follow = false, info = false, mark = false;
+};
 
 void print_record(const CaptureRecord& r, int64_t values) {
   const at::Tensor v = r.value.to(at::kFloat).contiguous();
@@ -43,24 +36,11 @@ void print_record(const CaptureRecord& r, int64_t values) {
   for (int64_t i = 0; i < std::min<int64_t>(values, v.numel()); ++i) std::printf(i ? ", %.6g" : "%.6g", p[i]);
   std::printf("]\n");
 }
-}  // namespace
+int run(const CLI::App& cmd, const CaptureReadOptions& o) {
+  const int64_t values = o.values;
+  ActivationReader reader(o.engine_id, static_cast<int>(o.rank));
 
-int capture_read_command(int argc, char** argv) {
-  const std::vector<std::string> known = {"engine-id", "rank", "request", "since", "latest", "follow",
-                                          "values",    "info", "mark",    "save",  "help"};
-  CliArgs args(argc, argv, 2, {"follow", "info", "mark", "help"}, known);
-  if (args.has("help")) {
-    std::fputs(kHelp, stdout);
-    return 0;
-  }
-  if (!args.has("engine-id")) throw std::invalid_argument("give --engine-id ID");
-  if ((args.has("mark") || args.has("save")) && !args.has("request"))
-    throw std::invalid_argument("--mark and --save need --request ID");
-  if (args.has("since") && args.has("latest")) throw std::invalid_argument("give --since or --latest, not both");
-  const int64_t values = args.get_int("values", 4);
-  ActivationReader reader(args.get("engine-id"), static_cast<int>(args.get_int("rank", 0)));
-
-  if (args.has("info")) {
+  if (o.info) {
     const CaptureInfo i = reader.info();
     std::string layers;
     for (int32_t l : i.layers) layers += (layers.empty() ? "" : ",") + std::to_string(l);
@@ -72,15 +52,15 @@ int capture_read_command(int argc, char** argv) {
         static_cast<unsigned long long>(i.ring_bytes), static_cast<unsigned long long>(i.last_seq),
         static_cast<unsigned long long>(i.pinned_records), i.writer_closed ? " closed" : "");
   }
-  const bool one_request = args.has("request");
-  const uint64_t request = one_request ? static_cast<uint64_t>(args.get_int("request", 0)) : 0;
-  if (args.has("mark") && !reader.mark(request)) throw std::runtime_error("the segment's mark table is full");
-  if (args.has("save")) {
-    const size_t n = reader.save_request(request, args.get("save"));
-    std::fprintf(stderr, "nnsight capture-read: wrote %zu records to %s\n", n, args.get("save").c_str());
+  const bool one_request = cmd.count("--request") > 0;
+  const uint64_t request = static_cast<uint64_t>(o.request);
+  if (o.mark && !reader.mark(request)) throw std::runtime_error("the segment's mark table is full");
+  if (!o.save.empty()) {
+    const size_t n = reader.save_request(request, o.save);
+    std::fprintf(stderr, "nnsight capture-read: wrote %zu records to %s\n", n, o.save.c_str());
   }
 
-  uint64_t last = static_cast<uint64_t>(args.get_int("since", 0));
+  uint64_t last = static_cast<uint64_t>(o.since);
   auto show = [&](const std::vector<CaptureRecord>& records) {
     for (const auto& r : records) {
       last = std::max(last, r.seq);
@@ -88,14 +68,14 @@ int capture_read_command(int argc, char** argv) {
     }
     std::fflush(stdout);
   };
-  if (args.has("latest")) {
-    show(reader.latest(static_cast<size_t>(std::max<int64_t>(0, args.get_int("latest", 0)))));
-  } else if (one_request && !args.has("since") && !args.has("follow")) {
+  if (cmd.count("--latest")) {
+    show(reader.latest(static_cast<size_t>(o.latest)));
+  } else if (one_request && !cmd.count("--since") && !o.follow) {
     show(reader.request(request));
   } else {
     show(reader.since(last));
   }
-  while (args.has("follow")) {
+  while (o.follow) {
     auto records = reader.since(last);
     if (!records.empty()) {
       show(records);
@@ -108,6 +88,26 @@ int capture_read_command(int argc, char** argv) {
     std::fprintf(stderr, "nnsight capture-read: %llu records were overwritten before they could be read\n",
                  static_cast<unsigned long long>(reader.overwritten()));
   return 0;
+}
+
+}  // namespace
+
+RunCommand add_capture_read_command(CLI::App& root) {
+  auto o = std::make_shared<CaptureReadOptions>();
+  CLI::App& cmd = *root.add_subcommand("capture-read", "print activations a running engine captures (docs/capture.md)");
+  cmd.add_option("--engine-id", o->engine_id, "the engine's id (EngineArgs.engine_id; default: its process id)")
+      ->required();
+  add_integer(cmd, "--rank", o->rank, "worker rank", 0, 1023);
+  CLI::Option* request = add_integer(cmd, "--request", o->request, "only this request's records", 0);
+  CLI::Option* since =
+      add_integer(cmd, "--since", o->since, "records with seq > SEQ (0: everything still in the ring)", 0);
+  add_integer(cmd, "--latest", o->latest, "the newest N records", 0)->excludes(since);
+  cmd.add_flag("--follow", o->follow, "keep printing new records until the engine stops");
+  add_integer(cmd, "--values", o->values, "values printed per record", 0);
+  cmd.add_flag("--info", o->info, "print the segment's settings first");
+  cmd.add_flag("--mark", o->mark, "keep the request's records from being overwritten")->needs(request);
+  cmd.add_option("--save", o->save, "FILE: write the request's records to a safetensors file")->needs(request);
+  return [&cmd, o] { return run(cmd, *o); };
 }
 
 }  // namespace nnsight::cli

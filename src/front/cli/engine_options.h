@@ -1,33 +1,37 @@
-// Engine options shared by the subcommands (--model, --dtype, --executor, ...).
+// Engine options shared by the subcommands (--model, --dtype, --executor, ...):
+// declared once, typed, in an "Engine options" group of each subcommand's help.
 #pragma once
 
+#include <cstdint>
 #include <string>
-#include <vector>
+
+#include <CLI/CLI.hpp>
 
 #include <nnsight/engine_args.hpp>
 
-#include "front/cli/cli_args.h"
-
-#define NNSIGHT_ENGINE_OPTIONS_HELP                                                                    \
-  "  --model NAME|PATH      smollm2-135m (default), a .gguf file or a HF directory\n"                  \
-  "  --dtype float32|bfloat16   --device cpu|cuda   --seed-engine S\n"                                 \
-  "  --executor inproc|mp   --tensor-parallel-size N   --threads N\n"                                  \
-  "  --tp-rendezvous tcp://HOST:PORT   --worker-addresses H:P,H:P,...  (docs/tensor_parallel.md)\n"    \
-  "  --worker-secret-file F   secret shared with workers started by hand (or NNSIGHT_WORKER_SECRET)\n" \
-  "  --max-worker-restarts N   (after worker failures; -1 = always (default), 0 = never)\n"            \
-  "  --function-plugins LIB.so,...   libraries registering user functions (docs/functions.md)\n"       \
-  "  --max-num-seqs N   --max-num-batched-tokens N   --kv-cache-mb N   --block-size N\n"               \
-  "  --intervention-memory-mb N   (per traced request; 0 = sized for the machine)\n"                   \
-  "  --no-prefix-caching   --no-chunked-prefill   --no-progress\n"                                     \
-  "  --dequantize   GGUF weights decoded to dtype at load, not kept packed (docs/weights.md)\n"        \
-  "  --forward-hooks FILE|JSON   hook specs (docs/hooks.md)   --engine-id ID\n"                        \
-  "  --capture   --capture-layers 0,5,10-12   --capture-sample-rate F\n"                               \
-  "  --capture-compression-k K   --capture-buffer-gb G   (docs/capture.md)\n"
-
 namespace nnsight::cli {
 
-std::vector<std::string> engine_option_names();  // options taking a value
-std::vector<std::string> engine_flag_names();    // options without one
-EngineArgs engine_args_from(const CliArgs& args);
+struct EngineOptions {
+  EngineArgs defaults;  // what an option not given stays at
+  std::string model = "smollm2-135m";
+  std::string dtype = defaults.dtype(), device = defaults.device(), executor = defaults.executor();
+  int64_t seed = 0, tensor_parallel_size = 1, max_worker_restarts = defaults.max_worker_restarts(), threads = 0;
+  std::string tp_rendezvous, worker_addresses, function_plugins, worker_secret_file, forward_hooks, engine_id;
+  int64_t max_num_seqs = defaults.max_num_seqs(), max_num_batched_tokens = defaults.max_num_batched_tokens();
+  int64_t kv_cache_mb = defaults.kv_cache_memory_mb(), block_size = defaults.block_size();
+  int64_t intervention_memory_mb = defaults.intervention_memory_mb();
+  bool no_prefix_caching = false, no_chunked_prefill = false, no_progress = false, dequantize = false;
+  bool capture = false;
+  std::string capture_layers;
+  double capture_sample_rate = 1.0, capture_buffer_gb = 0.25;
+  int64_t capture_compression_k = 0;
+};
+
+// Declares the engine options on `cmd`, bound to `o`.
+void add_engine_options(CLI::App& cmd, EngineOptions& o);
+
+// The EngineArgs the parsed options of `cmd` say (validated; a --forward-hooks
+// file is read here, so a malformed one fails before the model loads).
+EngineArgs engine_args_from(const CLI::App& cmd, const EngineOptions& o);
 
 }  // namespace nnsight::cli

@@ -18,6 +18,7 @@ nlohmann::json sampling_params_to_json(const SamplingParams& p) {
                       {"skip_special_tokens", p.skip_special_tokens()}};
   if (p.seed()) j["seed"] = *p.seed();
   if (p.logprobs()) j["logprobs"] = *p.logprobs();
+  if (p.max_saved_bytes() > 0) j["max_saved_bytes"] = p.max_saved_bytes();
   return j;
 }
 
@@ -54,10 +55,12 @@ SamplingParams sampling_params_from_json(const nlohmann::json& j, const std::str
         p.ignore_eos(v.get<bool>());
       } else if (k == "skip_special_tokens") {
         p.skip_special_tokens(v.get<bool>());
+      } else if (k == "max_saved_bytes") {
+        p.max_saved_bytes(json_integer<int64_t>(v, field, 0));
       } else {
         throw ConfigError(field +
                           ": unknown sampling parameter (known: temperature, top_p, top_k, min_p, seed, logprobs, "
-                          "max_tokens, stop_token_ids, stop, ignore_eos, skip_special_tokens)");
+                          "max_tokens, stop_token_ids, stop, ignore_eos, skip_special_tokens, max_saved_bytes)");
       }
     } catch (const nlohmann::json::exception&) {
       throw ConfigError(field + ": wrong type (" + std::string(v.type_name()) + ")");

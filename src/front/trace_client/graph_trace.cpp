@@ -7,7 +7,7 @@
 
 #include "dsl/errors.h"
 #include "dsl/validate.h"
-#include "front/trace_client/local_trace_backend.h"
+#include "front/trace_client/submit_trace.h"
 #include "front/trace_worker/schedule_check.h"
 #include "front/trace_worker/trace_payload.h"
 #include "runner/engine/async_engine.h"

@@ -1,6 +1,5 @@
-// LocalTraceBackend: traces run on an engine in this process. submit_trace
-// is the one way a trace reaches a local engine (LanguageModel and
-// `nnsight trace` both submit through it).
+// LocalTraceBackend: traces run on an engine in this process (through
+// submit_trace, as `nnsight trace` and the server submit theirs).
 #pragma once
 
 #include <memory>
@@ -15,14 +14,6 @@
 #include "runner/engine/async_engine.h"
 
 namespace nnsight::tracing {
-
-// Submits `requests` to `engine` as one group. The future is fulfilled on the
-// engine's loop thread once every request is done, with the outputs in
-// request order -- or, given `output_order`, output i is request
-// output_order[i]'s. Cancelling it aborts the requests (the result then
-// throws TraceError).
-TraceFuture submit_trace(runner::AsyncEngine& engine, std::vector<runner::RequestInput> requests,
-                         std::vector<size_t> output_order = {});
 
 class LocalTraceBackend final : public TraceBackend {
  public:

@@ -77,11 +77,11 @@ void Interleaver::on_new_request(const runner::NewRequest& nr) {
   try {
     TracePayload p = decode_payload(nr.params.payload(), admission_.limits);
     auto& slot = groups_[trace_id];
-    if (!slot) {
-      slot = std::make_unique<TraceGroup>(trace_id, p.num_requests, p.num_invokes);
-      slot->max_saved_bytes = static_cast<int64_t>(p.max_saved_bytes);  // decode_payload bounds it
-    }
+    if (!slot) slot = std::make_unique<TraceGroup>(trace_id, p.num_requests, p.num_invokes);
     g = slot.get();
+    // The strictest limit any of the trace's requests carries.
+    if (const int64_t limit = nr.params.max_saved_bytes(); limit > 0)
+      g->max_saved_bytes = g->max_saved_bytes > 0 ? std::min(g->max_saved_bytes, limit) : limit;
     trace_of_[nr.id] = trace_id;
     g->add_request(nr.id, static_cast<uint32_t>(nr.params.invoke_index()), !p.graphs.empty());
     admit_request(nr, std::move(p), *g, admission_);

@@ -79,8 +79,9 @@ std::vector<runner::RequestInput> prepare_recorded_trace(const runner::ModelStru
     for (const auto& g : p.graphs)
       if (g.role == GraphRole::kAuxiliary) check_graph(g.graph, structure);
 
+  // The payload bytes were checked above and pass through as they came.
   for (size_t i = 0; i < requests.size(); ++i)
-    make_traced(requests[i].params, payloads[i], trace_id, requests[i].params.invoke_index());
+    apply_trace_policy(requests[i].params, payloads[i], trace_id, requests[i].params.invoke_index());
   share_gradients(requests);
   return requests;
 }

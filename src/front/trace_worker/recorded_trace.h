@@ -3,7 +3,8 @@
 // it carries, in the binary form). Before anything is queued the payloads are
 // decoded within `limits` and checked as a recorded trace is where it is
 // recorded (save names, the schedule against the served model); then the
-// requests get this engine's trace id and the tracing policy (make_traced).
+// requests get this engine's trace id and the tracing policy
+// (apply_trace_policy); their payload bytes pass through unchanged.
 #pragma once
 
 #include <cstdint>

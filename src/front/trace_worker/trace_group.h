@@ -48,7 +48,7 @@ class TraceGroup {
   bool failed = false;
 
   // The bytes the trace's saves hold on this worker, bounded by
-  // TracePayload::max_saved_bytes (0 = unbounded). Counts `delta` more (a
+  // SamplingParams::max_saved_bytes (0 = unbounded). Counts `delta` more (a
   // save made; negative: one replaced), or throws nnsight::Error naming the
   // limit and `name` -- the save fails its trace at the step it is made.
   void count_saved(int64_t delta, const std::string& name);

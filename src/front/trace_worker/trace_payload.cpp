@@ -11,7 +11,7 @@ namespace nnsight::tracing {
 
 namespace {
 constexpr char kMagic[4] = {'N', 'N', 'T', 'P'};
-constexpr uint16_t kVersion = 2;  // 1: without max_saved_bytes
+constexpr uint16_t kVersion = 1;
 constexpr uint32_t kMaxGraphs = 1024;
 constexpr uint32_t kMaxRequests = 65536;
 
@@ -34,10 +34,9 @@ T take(std::string_view& in, const char* what) {
 
 std::string encode_payload(const TracePayload& p) {
   std::string out(kMagic, 4);
-  put<uint16_t>(out, p.max_saved_bytes ? kVersion : 1);
+  put<uint16_t>(out, kVersion);
   put<uint32_t>(out, p.num_requests);
   put<uint32_t>(out, p.num_invokes);
-  if (p.max_saved_bytes) put<uint64_t>(out, p.max_saved_bytes);
   put<uint32_t>(out, static_cast<uint32_t>(p.graphs.size()));
   for (const auto& g : p.graphs) {
     std::string bytes = dsl::encode_binary(g.graph);
@@ -53,17 +52,12 @@ TracePayload decode_payload(std::string_view in, const dsl::Limits& limits) {
     throw dsl::DecodeError("trace payload: bad magic (not an nnsight trace payload)");
   in.remove_prefix(4);
   const uint16_t version = take<uint16_t>(in, "the version");
-  if (version < 1 || version > kVersion)
-    throw dsl::DecodeError("trace payload: unsupported version " + std::to_string(version) +
-                           " (this build reads 1 to " + std::to_string(kVersion) + ")");
+  if (version != kVersion)
+    throw dsl::DecodeError("trace payload: unsupported version " + std::to_string(version) + " (this build reads " +
+                           std::to_string(kVersion) + ")");
   TracePayload p;
   p.num_requests = take<uint32_t>(in, "the request count");
   p.num_invokes = take<uint32_t>(in, "the invoke count");
-  if (version >= 2) {
-    p.max_saved_bytes = take<uint64_t>(in, "the saved bytes limit");
-    if (p.max_saved_bytes == 0 || p.max_saved_bytes > (uint64_t{1} << 62))
-      throw dsl::DecodeError("trace payload: implausible saved bytes limit " + std::to_string(p.max_saved_bytes));
-  }
   const uint32_t n = take<uint32_t>(in, "the graph count");
   // A request with no graph is a further prompt of an invoke with several
   // (its graph rides on that invoke's first request), so requests may
@@ -91,8 +85,12 @@ TracePayload decode_payload(std::string_view in, const dsl::Limits& limits) {
 }
 
 void make_traced(SamplingParams& params, const TracePayload& payload, uint64_t trace_id, int32_t invoke_index) {
-  params.payload(encode_payload(payload))
-      .trace_id(trace_id)
+  params.payload(encode_payload(payload));
+  apply_trace_policy(params, payload, trace_id, invoke_index);
+}
+
+void apply_trace_policy(SamplingParams& params, const TracePayload& payload, uint64_t trace_id, int32_t invoke_index) {
+  params.trace_id(trace_id)
       .invoke_index(invoke_index)
       .group_id("trace:" + std::to_string(trace_id))
       .allow_chunking(false)

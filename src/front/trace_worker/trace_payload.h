@@ -40,9 +40,6 @@ struct PayloadGraph {
 struct TracePayload {
   uint32_t num_requests = 1;  // requests (prompts) in the trace
   uint32_t num_invokes = 1;   // invokes in the trace, promptless ones included
-  // What the trace's saves may hold on a worker; the save that would go over
-  // fails the trace at that step. 0 = unbounded.
-  uint64_t max_saved_bytes = 0;
   std::vector<PayloadGraph> graphs;
 };
 
@@ -55,6 +52,10 @@ std::string encode_payload(const TracePayload& payload);
 // prefix cache (hooks must see every token, and a writing intervention's KV
 // must never be shared).
 void make_traced(SamplingParams& params, const TracePayload& payload, uint64_t trace_id, int32_t invoke_index);
+// The same policy for a request whose payload bytes are already in `params`
+// (a recorded trace a server received: its bytes pass through unchanged).
+void apply_trace_policy(SamplingParams& params, const TracePayload& payload, uint64_t trace_id,
+                        int32_t invoke_index);
 // When a graph of the trace calls backward(), every request of the trace
 // (each prompt of each invoke) runs with autograd: the scheduler keeps the
 // trace's steps apart from other requests (SamplingParams::gradients).

@@ -202,8 +202,8 @@ TEST(RealModelTraceCli, ListSavesAreNamedInSortableOrder) {
 }
 
 // Not a real-model test: every subcommand's --help lists the engine flags
-// its parser accepts (engine_flag_names(); --dequantize was accepted and
-// missing from the help).
+// its parser accepts (the shared "Engine options" group; --dequantize was
+// once accepted and missing from the help).
 TEST(CliHelp, EverySubcommandListsTheEngineFlags) {
   for (const std::string cmd : {"generate", "trace", "serve", "bench"}) {
     const CliRun r = run_cli(cmd + " --help");
@@ -213,6 +213,44 @@ TEST(CliHelp, EverySubcommandListsTheEngineFlags) {
          {"--no-prefix-caching", "--no-chunked-prefill", "--no-progress", "--capture", "--dequantize"})
       EXPECT_NE(help.find(flag), std::string::npos) << "nnsight " << cmd << " --help does not list " << flag;
   }
+}
+
+// Not a real-model test: usage errors are found before any model loads,
+// exit with status 2 and name the option (and its range); help goes to stdout.
+TEST(CliUsage, TypedOptionsNameTheOptionTheRangeAndTheConflict) {
+  struct Case {
+    std::string args, message;
+  };
+  const Case cases[] = {
+      {"generate --prompt hi --max-tokens 99999999999999999999",
+       "--max-tokens: expected an integer >= 1, got '99999999999999999999'"},
+      {"generate --prompt hi --max-tokens 2.5", "--max-tokens: expected an integer >= 1, got '2.5'"},
+      {"generate --prompt hi --temperature nan", "--temperature: expected a finite number, got 'nan'"},
+      {"serve --port 70000", "--port: expected an integer in [0, 65535], got '70000'"},
+      {"serve --max-saved-mb 0", "--max-saved-mb: expected an integer in [1, "},
+      {"generate --prompt hi --bogus", "--bogus"},
+      {"generate --prompt hi stray", "stray"},
+      {"trace --prompt hi --graph g.json --out o --api-key k", "--api-key requires --remote"},
+      {"capture-read --engine-id x --since 3 --latest 2", "--since excludes --latest"},
+      {"capture-read --engine-id x --mark", "--mark requires --request"},
+      {"capture-read --rank 1", "--engine-id is required"},
+  };
+  for (const auto& c : cases) {
+    const CliRun r = run_cli(c.args);
+    EXPECT_EQ(r.status, 2) << c.args << ": " << r.errors;
+    EXPECT_NE(r.errors.find(c.message), std::string::npos) << c.args << ": " << r.errors;
+  }
+  CliRun r = run_cli("bogus");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.errors.find("unknown command 'bogus'"), std::string::npos) << r.errors;
+  r = run_cli("--help");
+  EXPECT_EQ(r.status, 0);
+  for (const char* cmd : {"generate", "trace", "bench", "capture-read", "serve"})
+    EXPECT_NE(r.output.find(cmd), std::string::npos) << cmd << " missing from: " << r.output;
+  r = run_cli("serve --help");
+  EXPECT_EQ(r.status, 0);
+  EXPECT_NE(r.output.find("--max-connections-per-address"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("Limits per request"), std::string::npos) << r.output;
 }
 
 }  // namespace

@@ -8,6 +8,8 @@
 
 #include <nnsight/nnsight.hpp>
 
+#include "front/trace_worker/recorded_trace.h"
+#include "runner/engine/llm_access.h"
 #include "support/scratch_dir.h"
 #include "support/tiny_checkpoint.h"
 #include "support/tiny_engine.h"
@@ -144,6 +146,49 @@ TEST_F(GraphTrace, ErrorsNameTheNodeInItsFile) {
                                     "\"shape\": [2], \"data\": [1, 2]}},\n"
                                     "{\"kind\": \"set\", \"key\": \"model.layers.0.mlp.output\", \"args\": [0]}]}")});
   EXPECT_NE(msg.find("g.json:3"), std::string::npos) << msg;
+}
+
+// A trace received as data (a remote client's, through `nnsight serve`) is
+// checked, then its payload bytes pass through as they came: only the
+// sampling params change (this engine's trace id, the tracing policy).
+TEST_F(GraphTrace, ARecordedTracesPayloadBytesPassThroughUnchanged) {
+  const runner::ModelStructure& structure = runner::LLMAccess::engine(lm_->llm()).model_structure();
+  std::vector<runner::RequestInput> prompts(2);
+  prompts[0].prompt_token_ids = kPromptA;
+  prompts[1].prompt_token_ids = kPromptB;
+  PreparedGraphTrace sent = prepare_graph_trace(structure, prompts, {graph(kAblate)}, greedy(1), 7);
+  std::vector<std::string> bytes;
+  for (auto& r : sent.requests) {
+    bytes.push_back(r.params.payload());
+    r.params = SamplingParams(greedy(1)).payload(r.params.payload()).invoke_index(r.params.invoke_index());
+  }
+  auto received = prepare_recorded_trace(structure, sent.requests, dsl::Limits(), 1234);
+  ASSERT_EQ(received.size(), 2u);
+  for (size_t i = 0; i < received.size(); ++i) {
+    EXPECT_EQ(received[i].params.payload(), bytes[i]) << i;
+    EXPECT_EQ(received[i].params.trace_id(), 1234u);
+    EXPECT_FALSE(received[i].params.prefix_caching());
+  }
+}
+
+// SamplingParams::max_saved_bytes bounds a trace's saves as they are made
+// (the server sets it from --max-saved-mb): the save that crosses it fails
+// the trace, naming the limit; under it the trace runs as before.
+TEST_F(GraphTrace, TheSavedBytesLimitInSamplingParamsFailsTheSaveThatCrossesIt) {
+  // kAblate saves h [5, hidden] and the logits [5, vocab] in float32.
+  TraceResult whole = run_graph_trace(lm_->llm(), {kPromptA}, {graph(kAblate)}, greedy(1));
+  const int64_t bytes = whole[Saved("h")].nbytes() + whole[Saved("logits")].nbytes();
+  TraceResult fits = run_graph_trace(lm_->llm(), {kPromptA}, {graph(kAblate)}, greedy(1).max_saved_bytes(bytes));
+  EXPECT_TRUE(at::equal(fits[Saved("logits")], whole[Saved("logits")]));
+  try {
+    run_graph_trace(lm_->llm(), {kPromptA}, {graph(kAblate)}, greedy(1).max_saved_bytes(bytes - 1));
+    ADD_FAILURE() << "no error";
+  } catch (const std::exception& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("saved bytes limit"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("logits"), std::string::npos) << msg;
+  }
+  EXPECT_THROW(greedy(1).max_saved_bytes(-1).validate(), ConfigError);
 }
 
 }  // namespace
