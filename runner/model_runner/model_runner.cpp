@@ -97,8 +97,10 @@ void ModelRunner::prepare_inputs(const SchedulerOutput& step) {
     token_ids_device_ = batch.token_ids;
     meta_device_ = batch.meta;
   } else {
-    token_ids_device_ = batch.token_ids.to(device);
-    meta_device_ = batch.meta.to(device);
+    if (!uploader_) uploader_ = std::make_unique<batching::BatchUploader>(device);
+    batching::DeviceBatch up = uploader_->upload(batch);  // one host-to-device copy
+    token_ids_device_ = std::move(up.token_ids);
+    meta_device_ = std::move(up.meta);
   }
 }
 

@@ -17,6 +17,7 @@
 
 #include "core/kv_cache.h"
 #include "models/causal_lm.h"
+#include "batching/batch_upload.h"
 #include "batching/flattener.h"
 #include "runner/model_runner/model_structure.h"
 #include "runner/sampling/sampler.h"
@@ -83,6 +84,7 @@ class ModelRunner {
   std::vector<const batching::SeqSlot*> scheduled_;
   at::Tensor token_ids_device_;
   batching::BatchMeta meta_device_;
+  std::unique_ptr<batching::BatchUploader> uploader_;  // off the CPU: the step's one host-to-device copy
 };
 
 }  // namespace nnsight::runner

@@ -5,6 +5,7 @@
 
 #include <limits>
 
+#include "core/kernels/kernel_path.h"
 #include "runner/sampling/greedy.h"
 
 namespace nnsight::runner {
@@ -62,14 +63,36 @@ TokenLogprobs logprobs_of(const at::Tensor& row_logits, int32_t token, int64_t t
 SamplerOutput sample(const at::Tensor& logits, const std::vector<SamplingRow>& rows) {
   TORCH_CHECK(logits.dim() == 2 && logits.size(0) == static_cast<int64_t>(rows.size()),
               "sample: expected [rows, vocab] logits, one row per SamplingRow");
-  at::Tensor cpu = logits.to(at::kCPU, at::kFloat).contiguous();
   SamplerOutput out;
-  out.tokens = cpu.size(0) > 0 ? greedy_tokens(cpu) : at::empty({0}, at::kLong);  // greedy for every row
-  auto* tok = out.tokens.data_ptr<int64_t>();
   out.logprobs.resize(rows.size());
-  for (size_t i = 0; i < rows.size(); ++i) {
+  // The rows that need more than their argmax (sampling, log-probabilities).
+  std::vector<int64_t> host_rows;
+  for (size_t i = 0; i < rows.size(); ++i)
+    if (rows[i].temperature > 0.0 || rows[i].logprobs >= 0) host_rows.push_back(static_cast<int64_t>(i));
+  at::Tensor cpu;  // [rows or host_rows, vocab] float32 on the host
+  std::vector<int64_t> cpu_row(rows.size(), -1);
+  if (kernels::cpu_kernels_for(logits)) {
+    cpu = logits.to(at::kCPU, at::kFloat).contiguous();
+    out.tokens = cpu.size(0) > 0 ? greedy_tokens(cpu) : at::empty({0}, at::kLong);  // greedy for every row
+    for (size_t i = 0; i < rows.size(); ++i) cpu_row[i] = static_cast<int64_t>(i);
+  } else {
+    // The device path: every row's argmax on the device, one copy of the
+    // tokens; only the rows that sample or report log-probabilities come to
+    // the host whole (a vocabulary of floats each).
+    out.tokens =
+        logits.size(0) > 0 ? logits.argmax(-1).to(at::kCPU, at::kLong).contiguous() : at::empty({0}, at::kLong);
+    if (!host_rows.empty()) {
+      at::Tensor idx = at::tensor(host_rows, at::kLong).to(logits.device());
+      cpu = logits.index_select(0, idx).to(at::kCPU, at::kFloat).contiguous();
+      for (size_t k = 0; k < host_rows.size(); ++k)
+        cpu_row[static_cast<size_t>(host_rows[k])] = static_cast<int64_t>(k);
+    }
+  }
+  auto* tok = out.tokens.data_ptr<int64_t>();
+  for (int64_t i64 : host_rows) {
+    const size_t i = static_cast<size_t>(i64);
     const SamplingRow& r = rows[i];
-    const int64_t row = static_cast<int64_t>(i);
+    const int64_t row = cpu_row[i];
     if (r.temperature > 0.0) {
       at::Tensor probs = filtered_probs(cpu[row], r);
       at::Generator gen = at::detail::createCPUGenerator(mix_seed(r.seed, r.step));

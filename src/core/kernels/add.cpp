@@ -3,11 +3,12 @@
 #include "core/kernels/kernel_gradients.h"
 #include "core/kernels/parallel_chunks.h"
 #include "core/kernels/undispatched.h"
+#include "core/kernels/kernel_path.h"
 
 namespace nnsight::kernels {
 
 at::Tensor add(const at::Tensor& a, const at::Tensor& b) {
-  const bool own = a.device().is_cpu() && b.device().is_cpu() && a.scalar_type() == at::kFloat &&
+  const bool own = cpu_kernels_for(a) && cpu_kernels_for(b) && a.scalar_type() == at::kFloat &&
                    b.scalar_type() == at::kFloat && a.is_contiguous() && b.is_contiguous() &&
                    a.sizes().equals(b.sizes()) && !records_grad(a) && !records_grad(b);
   if (!own) return a + b;

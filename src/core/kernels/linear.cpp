@@ -14,6 +14,7 @@
 #include "core/kernels/packed_linear_internal.h"
 #include "core/kernels/parallel_chunks.h"
 #include "core/kernels/undispatched.h"
+#include "core/kernels/kernel_path.h"
 
 namespace nnsight::kernels {
 
@@ -206,7 +207,7 @@ bool linear_uses_kernel(const at::Tensor& x, const at::Tensor& w, const at::Tens
   if (!x.defined() || !w.defined()) return false;
   const at::ScalarType dt = x.scalar_type();
   if (dt != at::kFloat && dt != at::kBFloat16) return false;
-  if (w.scalar_type() != dt || !x.device().is_cpu() || !w.device().is_cpu()) return false;
+  if (w.scalar_type() != dt || !cpu_kernels_for(x) || !cpu_kernels_for(w)) return false;
   if (x.layout() != at::kStrided || w.layout() != at::kStrided) return false;
   if (x.dim() < 1 || w.dim() != 2 || x.size(-1) != w.size(1) || !w.is_contiguous()) return false;
   if (bias.defined()) {

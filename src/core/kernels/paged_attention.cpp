@@ -18,6 +18,8 @@
 #include "core/kernels/parallel_chunks.h"
 #include "core/kernels/row_ops.h"
 #include "core/kernels/undispatched.h"
+#include "core/kernels/kernel_path.h"
+#include "core/kernels/paged_attention_batched.h"
 
 namespace nnsight::kernels {
 
@@ -42,10 +44,10 @@ void copy_rows(at::Tensor& dst, const at::Tensor& src, const int64_t* slot, int6
 void write_kv(KVCache& cache, const at::Tensor& k, const at::Tensor& v, const batching::BatchMeta& meta) {
   const int64_t kvh = cache.num_kv_heads(), d = cache.head_dim();
   const auto direct = [&](const at::Tensor& t, const at::Tensor& c) {
-    return t.device().is_cpu() && c.device().is_cpu() && t.scalar_type() == c.scalar_type() && t.is_contiguous() &&
+    return cpu_kernels_for(t) && cpu_kernels_for(c) && t.scalar_type() == c.scalar_type() && t.is_contiguous() &&
            c.is_contiguous() && t.numel() == t.size(0) * kvh * d;
   };
-  if (meta.slot_mapping.device().is_cpu() && meta.slot_mapping.scalar_type() == at::kLong &&
+  if (cpu_kernels_for(meta.slot_mapping) && meta.slot_mapping.scalar_type() == at::kLong &&
       meta.slot_mapping.is_contiguous() && meta.slot_mapping.numel() == k.size(0) && direct(k, cache.key) &&
       direct(v, cache.value)) {
     const int64_t* slot = meta.slot_mapping.data_ptr<int64_t>();
@@ -448,7 +450,7 @@ at::Tensor paged_attention(const at::Tensor& q, const KVCache& cache, const batc
   TORCH_CHECK(q.dim() == 3, "paged_attention: q must be [tokens, heads, head_dim]");
   TORCH_CHECK(q.size(1) % cache.num_kv_heads() == 0, "paged_attention: heads not a multiple of kv heads");
   TORCH_CHECK(options.sliding_window >= 0 && options.logit_softcap >= 0.0, "paged_attention: bad options");
-  if (!q.device().is_cpu()) return paged_attention_generic(q, cache, meta, scale, options);
+  if (!cpu_kernels_for(q)) return paged_attention_batched(q, cache, meta, scale, options);
   // Without the conversions' dispatch when there is nothing to convert (every decode step).
   const bool same = q.scalar_type() == cache.key.scalar_type();
   at::Tensor qc = same && q.is_contiguous() ? q : q.to(cache.key.dtype()).contiguous();

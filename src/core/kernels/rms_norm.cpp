@@ -10,6 +10,7 @@
 #include "core/kernels/kernel_gradients.h"
 #include "core/kernels/parallel_chunks.h"
 #include "core/kernels/undispatched.h"
+#include "core/kernels/kernel_path.h"
 
 namespace nnsight::kernels {
 
@@ -70,7 +71,7 @@ at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps) {
   if (records_grad(x)) return rms_norm_recorded(x, weight, eps);
   TORCH_CHECK(x.dim() == 2 && weight.dim() == 1 && x.size(1) == weight.size(0),
               "rms_norm: expected x [rows, hidden] and weight [hidden]");
-  if (x.device().is_cpu() && x.scalar_type() == weight.scalar_type()) {
+  if (cpu_kernels_for(x) && x.scalar_type() == weight.scalar_type()) {
     at::Tensor xc = x.contiguous();
     at::Tensor out = new_output_like(xc);
     AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, xc.scalar_type(), "rms_norm",
@@ -85,7 +86,7 @@ at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps) {
 std::pair<at::Tensor, at::Tensor> add_rms_norm(const at::Tensor& a, const at::Tensor& b, const at::Tensor& weight,
                                                double eps) {
   const auto own = [](const at::Tensor& t) {
-    return t.device().is_cpu() && t.scalar_type() == at::kFloat && t.is_contiguous() && !records_grad(t);
+    return cpu_kernels_for(t) && t.scalar_type() == at::kFloat && t.is_contiguous() && !records_grad(t);
   };
   if (!(own(a) && own(b) && own(weight) && a.dim() == 2 && a.sizes().equals(b.sizes()) && weight.dim() == 1 &&
         weight.size(0) == a.size(1))) {

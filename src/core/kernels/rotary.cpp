@@ -9,6 +9,7 @@
 
 #include "core/kernels/kernel_gradients.h"
 #include "core/kernels/parallel_chunks.h"
+#include "core/kernels/kernel_path.h"
 
 namespace nnsight::kernels {
 
@@ -102,15 +103,19 @@ void RotaryEmbedding::apply_(at::Tensor& x, const at::Tensor& positions) const {
     x = rotary_recorded(*this, x, positions);  // a rotated copy in the graph, not an untracked in-place write
     return;
   }
-  if (x.device().is_cpu() && x.is_contiguous()) {
+  if (cpu_kernels_for(x) && x.is_contiguous()) {
     AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, x.scalar_type(), "rotary",
                                     [&] { rotate_cpu<scalar_t>(x, head_dim_, positions, cos_, sin_); });
     return;
   }
   // Device-generic path.
   const int64_t half = head_dim_ / 2;
-  at::Tensor c = cos_.to(x.device()).index_select(0, positions).unsqueeze(1).to(x.dtype());  // [T, 1, half]
-  at::Tensor s = sin_.to(x.device()).index_select(0, positions).unsqueeze(1).to(x.dtype());
+  if (!cos_device_.defined() || cos_device_.device() != x.device() || cos_device_.scalar_type() != x.scalar_type()) {
+    cos_device_ = cos_.to(x.device(), x.scalar_type());
+    sin_device_ = sin_.to(x.device(), x.scalar_type());
+  }
+  at::Tensor c = cos_device_.index_select(0, positions).unsqueeze(1);  // [T, 1, half]
+  at::Tensor s = sin_device_.index_select(0, positions).unsqueeze(1);
   at::Tensor x1 = x.narrow(2, 0, half).clone();
   at::Tensor x2 = x.narrow(2, half, half).clone();
   x.narrow(2, 0, half).copy_(x1 * c - x2 * s);

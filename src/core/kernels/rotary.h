@@ -39,6 +39,9 @@ class RotaryEmbedding {
   at::Tensor inv_freq_;
   at::Tensor cos_;  // [max_position, head_dim / 2] float32
   at::Tensor sin_;  // [max_position, head_dim / 2] float32
+  // The tables on the device the model runs on, in the activations' dtype:
+  // made on the first call there, not copied host to device every call.
+  mutable at::Tensor cos_device_, sin_device_;
 };
 
 }  // namespace nnsight::kernels

@@ -7,6 +7,7 @@
 #include "core/kernels/lane_mask.h"
 #include "core/kernels/parallel_chunks.h"
 #include "core/kernels/undispatched.h"
+#include "core/kernels/kernel_path.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
@@ -44,7 +45,7 @@ NNSIGHT_SILU_AVX512 void silu_row(Exp16 exp16, const float* x, const float* up, 
 }
 
 bool own_path(const at::Tensor& x) {
-  return sleef_exp16() != nullptr && x.device().is_cpu() && x.scalar_type() == at::kFloat && x.is_contiguous() &&
+  return sleef_exp16() != nullptr && cpu_kernels_for(x) && x.scalar_type() == at::kFloat && x.is_contiguous() &&
          x.dim() >= 1 && !records_grad(x);
 }
 

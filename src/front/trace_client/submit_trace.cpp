@@ -8,8 +8,21 @@
 
 #include "front/trace_client/collect_trace_result.h"
 #include "front/trace_client/interrupt.h"
+#include "front/trace_client/result_thread.h"
 
 namespace nnsight::tracing {
+
+namespace {
+bool on_device(const std::vector<RequestOutput>& outputs) {
+  for (const auto& o : outputs)
+    for (const auto& [name, v] : o.saves) {
+      if (v.tensor.defined() && !v.tensor.device().is_cpu()) return true;
+      for (const auto& t : v.list)
+        if (t.defined() && !t.device().is_cpu()) return true;
+    }
+  return false;
+}
+}  // namespace
 
 std::vector<runner::RequestHandle> submit_trace(runner::AsyncEngine& engine, std::vector<runner::RequestInput> requests,
                                                 runner::GroupCallback on_done, TraceSubmitOptions options) {
@@ -33,17 +46,28 @@ TraceFuture submit_trace(runner::AsyncEngine& engine, std::vector<runner::Reques
   auto promise = std::make_shared<std::promise<TraceResult>>();
   std::future<TraceResult> future = promise->get_future();
   auto cancelled = std::make_shared<std::atomic<bool>>(false);
+  // On the engine's loop thread. Saves on a device move to the host on the
+  // result thread, so the loop goes on with the next step.
   auto on_done = [promise, cancelled](std::vector<RequestOutput> outputs, std::exception_ptr error) {
     if (error) return promise->set_exception(error);
-    try {
-      if (cancelled->load())
-        for (const auto& o : outputs)
-          if (o.finish_reason == FinishReason::kAbort || o.finish_reason == FinishReason::kError)
-            throw TraceError("the trace was cancelled before it finished");
-      promise->set_value(collect_trace_result(std::move(outputs)));
-    } catch (...) {
-      promise->set_exception(std::current_exception());
-    }
+    auto shared = std::make_shared<std::vector<RequestOutput>>(std::move(outputs));
+    auto finish = [promise, cancelled, shared] {
+      try {
+        if (cancelled->load())
+          for (const auto& o : *shared)
+            if (o.finish_reason == FinishReason::kAbort || o.finish_reason == FinishReason::kError)
+              throw TraceError("the trace was cancelled before it finished");
+        promise->set_value(collect_trace_result(std::move(*shared)));
+      } catch (...) {
+        promise->set_exception(std::current_exception());
+      }
+    };
+    // Saves already on the host have nothing to move: finishing here costs
+    // less than waking another thread (a 1-token trace's whole overhead).
+    if (on_device(*shared))
+      run_on_result_thread(std::move(finish));
+    else
+      finish();
   };
   auto handles = submit_trace(engine, std::move(requests), std::move(on_done),
                               TraceSubmitOptions().order(std::move(output_order)));
