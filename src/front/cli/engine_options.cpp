@@ -14,6 +14,7 @@ std::vector<std::string> engine_option_names() {
           "worker-addresses",
           "max-worker-restarts",
           "function-plugins",
+          "attach",
           "worker-secret-file",
           "threads",
           "max-num-seqs",
@@ -45,6 +46,7 @@ EngineArgs engine_args_from(const CliArgs& a) {
   if (a.has("worker-addresses")) e.worker_addresses(a.get("worker-addresses"));
   e.max_worker_restarts(a.get_int("max-worker-restarts", e.max_worker_restarts()));
   if (a.has("function-plugins")) e.function_plugins(a.get("function-plugins"));
+  for (const std::string& spec : a.all("attach")) e.attach(spec);  // NAME=FILE@HOOK_POINT, repeatable
   if (a.has("worker-secret-file")) e.worker_secret_file(a.get("worker-secret-file"));
   e.num_threads(a.get_int("threads", 0));
   e.max_num_seqs(a.get_int("max-num-seqs", e.max_num_seqs()));

@@ -16,6 +16,7 @@
   "  --worker-secret-file F   secret shared with workers started by hand (or NNSIGHT_WORKER_SECRET)\n" \
   "  --max-worker-restarts N   (after worker failures; -1 = always (default), 0 = never)\n"            \
   "  --function-plugins LIB.so,...   libraries registering user functions (docs/functions.md)\n"       \
+  "  --attach NAME=FILE@HOOK_POINT   an SAE, probe or steering vector (docs/attached-modules.md)\n"  \
   "  --max-num-seqs N   --max-num-batched-tokens N   --kv-cache-mb N   --block-size N\n"               \
   "  --intervention-memory-mb N   (per traced request; 0 = sized for the machine)\n"                   \
   "  --no-prefix-caching   --no-chunked-prefill   --no-progress\n"                                     \
