@@ -53,8 +53,8 @@ const std::vector<std::string> kSeeds = {
 struct Options {
   std::string model = "smollm2-135m";
   int layer = 8;
-  int64_t features = 2304;  // 4x the default model's width
-  int64_t steps = 600;
+  int64_t features = 1152;  // twice the default model's width
+  int64_t steps = 1000;
   double strength = 0;  // 0: 3x the feature's strongest activation seen in training
   std::string out = "sae_features_sae";
 };
@@ -93,19 +93,20 @@ SaeFiles train(const at::Tensor& x_raw, int64_t d_sae, int64_t steps) {
   at::Tensor b_enc = torch::zeros({d_sae}, torch::requires_grad());
   at::Tensor b_dec = x.mean(0).clone().requires_grad_();
   torch::optim::Adam opt({W_enc, b_enc, W_dec, b_dec}, torch::optim::AdamOptions(1e-3));
-  const double l1 = 5.0;
   const int64_t batch = 512;
   for (int64_t step = 1; step <= steps; ++step) {
+    // The sparsity penalty grows over the first third (features die when it starts high).
+    const double l1 = 0.8 * std::min(1.0, 3.0 * static_cast<double>(step) / static_cast<double>(steps));
     at::Tensor xb = x.index({torch::randint(x.size(0), {batch}, torch::kLong)});
     at::Tensor acts = torch::relu(torch::matmul(xb - b_dec, W_enc) + b_enc);  // [batch, d_sae]
     at::Tensor recon = torch::matmul(acts, W_dec) + b_dec;
     at::Tensor mse = (recon - xb).pow(2).sum(1).mean();
     at::Tensor sparsity = (acts * W_dec.norm(2, 1)).sum(1).mean();
-    at::Tensor loss = mse + l1 * sparsity / std::sqrt(static_cast<double>(d));
+    at::Tensor loss = mse + l1 * sparsity;
     opt.zero_grad();
     loss.backward();
     opt.step();
-    if (step % 150 == 0 || step == steps) {
+    if (step % 250 == 0 || step == steps) {
       torch::NoGradGuard no_grad;
       const double var = (xb - xb.mean(0)).pow(2).sum(1).mean().item<double>();
       std::printf("  step %4lld  mse %.3f  explained variance %.3f  L0 %.1f\n", static_cast<long long>(step),
@@ -159,6 +160,10 @@ int main(int argc, char** argv) {
     SaeFiles sae = train(x, o.features, o.steps);
     sae.hook_name = path;
     save_sae(o.out, sae);
+    // How often each feature fires on the training rows: the ones that fire on
+    // most tokens say little about a prompt.
+    const at::Tensor frequency =
+        (at::relu(at::matmul(x - sae.b_dec, sae.W_enc) + sae.b_enc) > 0).to(at::kFloat).mean(0);  // [features]
     std::printf("saved %s/sae_weights.safetensors and cfg.json\n\n", o.out.c_str());
 
     // The served model with the SAE attached at the layer it was trained on.
@@ -171,15 +176,18 @@ int main(int argc, char** argv) {
                                 [&](Tracer&) { acts_saved = lm.envoy("sae.hook_sae_acts_post").output().save(); });
     const at::Tensor acts = read[acts_saved].slice(0, 1);  // [tokens - 1, features]: without the BOS row
     const std::vector<int32_t> ids = lm.encode(prompt);
-    const at::Tensor strongest = std::get<0>(acts.max(0));  // [features]
+    const at::Tensor strongest = std::get<0>(acts.max(0)).masked_fill(frequency > 0.1, 0);  // [features]
     const auto top = at::topk(strongest, 5);
-    std::printf("prompt: \"%s\"\ntop features at %s (strongest activation over the prompt, where):\n", prompt.c_str(),
-                path.c_str());
+    std::printf(
+        "prompt: \"%s\"\ntop features at %s (strongest activation over the prompt, where; features firing on more "
+        "than 10%% of training tokens left out):\n",
+        prompt.c_str(), path.c_str());
     for (int64_t j = 0; j < 5; ++j) {
       const int64_t f = std::get<1>(top)[j].item<int64_t>();
       const int64_t row = acts.select(1, f).argmax().item<int64_t>();
-      std::printf("  feature %5lld  %7.2f  at \"%s\"\n", static_cast<long long>(f), std::get<0>(top)[j].item<double>(),
-                  lm.decode({ids[static_cast<size_t>(row) + 1]}).c_str());
+      std::printf("  feature %5lld  %7.2f  at \"%s\"  (fires on %.1f%% of training tokens)\n",
+                  static_cast<long long>(f), std::get<0>(top)[j].item<double>(),
+                  lm.decode({ids[static_cast<size_t>(row) + 1]}).c_str(), 100 * frequency[f].item<double>());
     }
 
     // 2. Steering by the strongest feature.

@@ -243,7 +243,7 @@ std::optional<ModuleIO> Interleaver::result_of(EventValue& ev) {
 void Interleaver::before_forward(const runner::StepContext& ctx) {
   step_ = ctx.groups;
   if (groups_.empty()) {
-    if (!hooks_.empty()) sync_hooks();
+    if (!hooks_.empty() || !splices_.empty()) sync_hooks();
     return;
   }
   for (auto& [tid, g] : groups_)
