@@ -3,7 +3,7 @@
 // SAELens's layout, attaches it to the served model (EngineArgs::attach), then
 //   1. prints a prompt's strongest features at the layer, with the tokens
 //      where each fires most;
-//   2. steers generation by one feature: its activation raised at every step,
+//   2. steers generation by the feature that fires most on " dog": its activation raised at every step,
 //      which adds its decoder row to the layer's output for this request only.
 //   sae_features [--model M] [--layer L] [--features N] [--steps S] [--strength X] [--out DIR]
 #include <torch/torch.h>
@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -55,12 +56,13 @@ struct Options {
   int layer = 8;
   int64_t features = 1152;  // twice the default model's width
   int64_t steps = 1000;
-  double strength = 0;  // 0: 3x the feature's strongest activation seen in training
+  double strength = 0;  // 0: twice the feature's activation at " dog" in the prompt
   std::string out = "sae_features_sae";
 };
 
-// Rows [N, hidden] of the layer's output over generated text.
-at::Tensor collect(LanguageModel& lm, const std::string& path) {
+// Rows [N, hidden] of the layer's output over generated text; *max_norm: the
+// largest row norm kept.
+at::Tensor collect(LanguageModel& lm, const std::string& path, double* max_norm) {
   std::vector<at::Tensor> rows;
   const size_t per_trace = 8;
   for (size_t first = 0; first < 2 * kSeeds.size(); first += per_trace) {  // each seed twice, sampled
@@ -77,7 +79,8 @@ at::Tensor collect(LanguageModel& lm, const std::string& path) {
   // The first position's residual stream is far larger than the rest (an
   // attention sink); rows that large would dominate the loss.
   at::Tensor norms = x.norm(2, 1);
-  return x.index({norms < norms.median() * 3});
+  *max_norm = norms.median().item<double>() * 3;
+  return x.index({norms < *max_norm});
 }
 
 // Trains on x / scale (rows of norm about sqrt(hidden)) and folds the scale
@@ -150,10 +153,11 @@ int main(int argc, char** argv) {
   try {
     const std::string path = "model.layers." + std::to_string(o.layer);
     at::Tensor x;
+    double max_norm = 0;
     {
       LanguageModel lm(EngineArgs().model(o.model).show_progress(false));
       std::printf("collecting %s activations over %zu generated texts...\n", path.c_str(), 2 * kSeeds.size());
-      x = collect(lm, path);
+      x = collect(lm, path, &max_norm);
     }
     std::printf("training a ReLU SAE (%lld features) on %lld rows:\n", static_cast<long long>(o.features),
                 static_cast<long long>(x.size(0)));
@@ -171,11 +175,15 @@ int main(int argc, char** argv) {
 
     // 1. A prompt's top features.
     const std::string prompt = "I adopted a little puppy, and my dog loves to play fetch in the park";
-    Saved acts_saved;
-    TraceResult read = lm.trace(prompt, SamplingParams().max_tokens(1),
-                                [&](Tracer&) { acts_saved = lm.envoy("sae.hook_sae_acts_post").output().save(); });
-    const at::Tensor acts = read[acts_saved].slice(0, 1);  // [tokens - 1, features]: without the BOS row
-    const std::vector<int32_t> ids = lm.encode(prompt);
+    Saved acts_saved, h_saved;
+    TraceResult read = lm.trace(prompt, SamplingParams().max_tokens(1), [&](Tracer&) {
+      h_saved = lm.envoy(path).output().save();
+      acts_saved = lm.envoy("sae.hook_sae_acts_post").output().save();
+    });
+    // The rows like the ones it was trained on (no attention-sink rows).
+    const at::Tensor kept = (read[h_saved].norm(2, 1) < max_norm).nonzero().squeeze(1);  // [rows]
+    const at::Tensor acts = read[acts_saved].index_select(0, kept);                      // [rows, features]
+    const std::vector<int32_t>& ids = read.output().prompt_token_ids;
     const at::Tensor strongest = std::get<0>(acts.max(0)).masked_fill(frequency > 0.1, 0);  // [features]
     const auto top = at::topk(strongest, 5);
     std::printf(
@@ -187,12 +195,19 @@ int main(int argc, char** argv) {
       const int64_t row = acts.select(1, f).argmax().item<int64_t>();
       std::printf("  feature %5lld  %7.2f  at \"%s\"  (fires on %.1f%% of training tokens)\n",
                   static_cast<long long>(f), std::get<0>(top)[j].item<double>(),
-                  lm.decode({ids[static_cast<size_t>(row) + 1]}).c_str(), 100 * frequency[f].item<double>());
+                  lm.decode({ids[kept[row].item<int64_t>()]}).c_str(), 100 * frequency[f].item<double>());
     }
 
-    // 2. Steering by the strongest feature.
-    const int64_t feature = std::get<1>(top)[0].item<int64_t>();
-    const double strength = o.strength > 0 ? o.strength : 3 * std::get<0>(top)[0].item<double>();
+    // 2. Steering by the feature that fires most on " dog" (the last such token).
+    int64_t dog_row = -1;
+    for (int64_t r = 0; r < kept.size(0); ++r)
+      if (lm.decode({ids[kept[r].item<int64_t>()]}) == " dog") dog_row = r;
+    if (dog_row < 0) throw std::runtime_error("the prompt's \" dog\" was not among the kept rows");
+    const at::Tensor at_dog = acts[dog_row].masked_fill(frequency > 0.1, 0);  // [features]
+    const int64_t feature = at_dog.argmax().item<int64_t>();
+    const double strength = o.strength > 0 ? o.strength : 2 * at_dog[feature].item<double>();
+    std::printf("\nthe strongest feature at \" dog\": %lld (%.2f)\n", static_cast<long long>(feature),
+                at_dog[feature].item<double>());
     const std::string start = "My favourite thing to do on the weekend is";
     const SamplingParams params = SamplingParams().temperature(0).max_tokens(16);
     TraceResult baseline = lm.trace(start, params, [&](Tracer&) {});
@@ -203,7 +218,7 @@ int main(int argc, char** argv) {
         f.output() = f.output() + add;
       });
     });
-    std::printf("\nprompt:   \"%s\"\nbaseline: \"%s\"\nsteered:  \"%s\" (feature %lld + %.1f at every step)\n",
+    std::printf("prompt:   \"%s\"\nbaseline: \"%s\"\nsteered:  \"%s\" (feature %lld + %.1f at every step)\n",
                 start.c_str(), baseline.text().c_str(), steered.text().c_str(), static_cast<long long>(feature),
                 strength);
     const bool changed = steered.text() != baseline.text();
