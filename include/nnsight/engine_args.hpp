@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace nnsight {
 
@@ -120,6 +121,34 @@ class EngineArgs {
     function_plugins_ = std::move(v);
     return *this;
   }  // default none
+  // Modules attached to the served model (docs/attached-modules.md): a sparse
+  // autoencoder or transcoder (SAELens layout), a linear probe or a steering
+  // vector loaded from FILE and run at HOOK_POINT's output, under the path
+  // NAME. Each call adds one, as "NAME=FILE@HOOK_POINT"; every process that
+  // runs the model loads them once at start-up.
+  EngineArgs& attach(const std::string& spec) {
+    attach_ += (attach_.empty() ? "" : "\n") + spec;
+    return *this;
+  }  // default none
+  EngineArgs& attach(const std::string& name, const std::string& file, const std::string& hook_point) {
+    return attach(name + "=" + file + "@" + hook_point);
+  }
+  // The specs given to attach(), in order.
+  std::vector<std::string> attachments() const {
+    std::vector<std::string> out;
+    size_t begin = 0;
+    while (begin < attach_.size()) {
+      size_t end = attach_.find('\n', begin);
+      if (end == std::string::npos) end = attach_.size();
+      out.push_back(attach_.substr(begin, end - begin));
+      begin = end + 1;
+    }
+    return out;
+  }
+  EngineArgs& clear_attachments() {
+    attach_.clear();
+    return *this;
+  }
   // File holding the secret shared with workers started by hand
   // (nnsight-worker --listen --secret-file F); empty: $NNSIGHT_WORKER_SECRET,
   // or no authentication. The engine answers each worker's challenge with it.
@@ -252,7 +281,7 @@ class EngineArgs {
        worker_timeout_s_, worker_program_, seed_, num_threads_, show_progress_, forward_hooks_, capture_enabled_,
        capture_set_, capture_layers_, capture_sample_rate_, capture_compression_k_, capture_buffer_size_gb_, engine_id_,
        tp_rendezvous_, worker_addresses_, intervention_memory_mb_, dequantize_, max_worker_restarts_, function_plugins_,
-       worker_secret_file_);
+       worker_secret_file_, attach_);
   }
 
  private:
@@ -274,6 +303,7 @@ class EngineArgs {
   double worker_timeout_s_ = 120.0;
   int64_t max_worker_restarts_ = -1;
   std::string function_plugins_;
+  std::string attach_;  // specs, one per line
   std::string worker_secret_file_;
   std::string remote_;
   std::string api_key_;

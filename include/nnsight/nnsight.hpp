@@ -3,6 +3,7 @@
 // capture readers <nnsight/capture.hpp>).
 #pragma once
 
+#include <nnsight/attached.hpp>
 #include <nnsight/call_site.hpp>
 #include <nnsight/engine_args.hpp>
 #include <nnsight/envoy.hpp>

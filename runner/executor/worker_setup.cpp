@@ -12,6 +12,7 @@
 #include "core/model_path.h"
 #include "core/progress.h"
 #include "core/weight_source.h"
+#include "models/attached/attach_spec.h"
 #include "runner/model_runner/runner_extension.h"
 #include "tp/make_process_group.h"
 #include "tp/nccl_process_group.h"
@@ -121,6 +122,9 @@ std::unique_ptr<ModelRunner> build_model_runner(const EngineArgs& args, const tp
     bar.advance();
   }
   bar.done();
+  // Attached modules (SAEs, probes, steering vectors): loaded once per
+  // process, before the structure probe, which records their points.
+  attach_all(*model, args.attachments());
   // Workers the engine spawns itself (no worker_addresses) all run on this
   // machine; ones started by hand are counted alone (their hosts are theirs).
   const int64_t world = world_size >= 0 ? world_size : ctx.world_size();

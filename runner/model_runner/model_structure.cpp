@@ -9,6 +9,7 @@
 #include <nnsight/error.hpp>
 
 #include "batching/flattener.h"
+#include "models/attached/attached_module.h"
 
 namespace nnsight::runner {
 
@@ -96,6 +97,10 @@ ModelStructure ModelStructure::probe(CausalLM& model, std::vector<KVCache>& kv) 
           return std::optional<ModuleIO>();
         }));
   }
+  // Attached modules run only where something splices them: here, so that
+  // their points' events and row levels are recorded (and a hook point of
+  // the wrong width fails start-up).
+  for (AttachedModule* a : attached_modules(model)) handles.push_back(a->splice());
   try {
     at::NoGradGuard no_grad;
     batching::SeqSlot slot;

@@ -21,6 +21,10 @@ void add_engine_options(CLI::App& cmd, EngineOptions& o) {
               "restarts after worker failures; -1 = always, 0 = never", -1);
   g.add_option("--function-plugins", o.function_plugins,
                "LIB.so,...: libraries registering user functions (docs/functions.md)");
+  g.add_option("--attach", o.attach,
+               "NAME=FILE@HOOK_POINT: an SAE, probe or steering vector under NAME (repeatable; "
+               "docs/attached-modules.md)")
+      ->allow_extra_args(false);
   add_integer(g, "--threads", o.threads, "intra-op threads; 0 = all cores", 0, 4096);
   add_integer(g, "--max-num-seqs", o.max_num_seqs, "sequences per step", 1);
   add_integer(g, "--max-num-batched-tokens", o.max_num_batched_tokens, "tokens per step", 1);
@@ -52,6 +56,7 @@ EngineArgs engine_args_from(const CLI::App& cmd, const EngineOptions& o) {
   e.max_worker_restarts(o.max_worker_restarts);
   if (given("--function-plugins")) e.function_plugins(o.function_plugins);
   if (given("--worker-secret-file")) e.worker_secret_file(o.worker_secret_file);
+  for (const std::string& spec : o.attach) e.attach(spec);
   e.num_threads(o.threads);
   e.max_num_seqs(o.max_num_seqs).max_num_batched_tokens(o.max_num_batched_tokens);
   e.kv_cache_memory_mb(o.kv_cache_mb).block_size(o.block_size).intervention_memory_mb(o.intervention_memory_mb);

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -17,6 +18,7 @@ struct EngineOptions {
   std::string dtype = defaults.dtype(), device = defaults.device(), executor = defaults.executor();
   int64_t seed = 0, tensor_parallel_size = 1, max_worker_restarts = defaults.max_worker_restarts(), threads = 0;
   std::string tp_rendezvous, worker_addresses, function_plugins, worker_secret_file, forward_hooks, engine_id;
+  std::vector<std::string> attach;  // NAME=FILE@HOOK_POINT, repeatable
   int64_t max_num_seqs = defaults.max_num_seqs(), max_num_batched_tokens = defaults.max_num_batched_tokens();
   int64_t kv_cache_mb = defaults.kv_cache_memory_mb(), block_size = defaults.block_size();
   int64_t intervention_memory_mb = defaults.intervention_memory_mb();

@@ -36,6 +36,7 @@ Interleaver::Interleaver(runner::ModelRunner& runner, const InterleaverOptions& 
       vocab_size_(runner.model().config().vocab_size) {
   if (options.memory_budget_bytes > 0) install_budget_allocator();
   for (auto& [path, m] : runner_.model().named_hookable_modules()) modules_[path] = m;
+  attached_ = attached_modules(runner_.model());
 }
 
 at::Tensor Interleaver::call_module(const std::string& path, const at::Tensor& x) const {
@@ -58,6 +59,8 @@ at::Tensor Interleaver::call_module(const std::string& path, const at::Tensor& x
 }
 
 Interleaver::~Interleaver() {
+  for (auto& [a, h] : splices_) h.remove();
+  splices_.clear();
   for (auto& [key, h] : hooks_) h.remove();
   hooks_.clear();
   groups_.clear();  // unwinds suspended fibers
@@ -141,11 +144,13 @@ void Interleaver::sync_hooks() {
       ++it;
     }
   }
+  std::set<Module*> newly_hooked;
   for (const ProviderKey& key : wanted) {
     if (hooks_.count(key)) continue;
     auto mod = modules_.find(key.module_path);
     if (mod == modules_.end()) continue;  // rejected at admission; nothing to hook
     Module* module = mod->second;
+    newly_hooked.insert(module);
     const batching::RowLevel level = runner_.structure().row_level(key);
     const at::Tensor* row_tokens = module->row_tokens();
     InstalledHook& hook = hooks_[key];
@@ -188,6 +193,33 @@ void Interleaver::sync_hooks() {
         TORCH_CHECK(false, "module key of kind ", static_cast<int>(key.kind), ": ", key.str());
     }
   }
+  if (!attached_.empty()) sync_splices(wanted, newly_hooked);
+}
+
+void Interleaver::sync_splices(const std::set<ProviderKey>& wanted, const std::set<Module*>& newly_hooked) {
+  for (AttachedModule* a : attached_) {
+    const std::string& root = a->path();
+    bool needed = false;
+    for (const ProviderKey& key : wanted) {
+      const std::string& p = key.module_path;
+      if (p.size() >= root.size() && p.compare(0, root.size(), root) == 0 &&
+          (p.size() == root.size() || p[root.size()] == '.')) {
+        needed = true;
+        break;
+      }
+    }
+    auto it = splices_.find(a);
+    if (!needed) {
+      if (it != splices_.end()) {
+        it->second.remove();
+        splices_.erase(it);
+      }
+      continue;
+    }
+    if (it != splices_.end() && !newly_hooked.count(a->host())) continue;
+    if (it != splices_.end()) it->second.remove();
+    splices_[a] = a->splice();
+  }
 }
 
 void Interleaver::gather(EventValue& ev) {
@@ -211,7 +243,7 @@ std::optional<ModuleIO> Interleaver::result_of(EventValue& ev) {
 void Interleaver::before_forward(const runner::StepContext& ctx) {
   step_ = ctx.groups;
   if (groups_.empty()) {
-    if (!hooks_.empty()) sync_hooks();
+    if (!hooks_.empty() || !splices_.empty()) sync_hooks();
     return;
   }
   for (auto& [tid, g] : groups_)

@@ -33,6 +33,7 @@
 #include <absl/container/flat_hash_map.h>
 
 #include "core/module.h"
+#include "models/attached/attached_module.h"
 #include "batching/batch_groups.h"
 #include "dsl/function_registry.h"
 #include "dsl/limits.h"
@@ -106,6 +107,12 @@ class Interleaver final : public runner::StepObserver, public ModuleCaller {
 
   void start_group(TraceGroup& group);
   void sync_hooks();
+  // Splices each attached module at its hook point while some waiting key is
+  // one of its paths (and only then: a step no trace of which touches it runs
+  // nothing of it). A splice is registered after the host's own trace hooks
+  // (re-registered when one is added), so a trace sees the host's output
+  // before the attached module runs on it, as the probe's event order says.
+  void sync_splices(const std::set<ProviderKey>& wanted, const std::set<Module*>& newly_hooked);
   void dispatch(const ProviderKey& key, EventValue& ev);
   // Before the module runs: when skips cover every row, its body is skipped.
   void skip_whole_call(Module& m, const ModuleIO& in);
@@ -141,6 +148,8 @@ class Interleaver final : public runner::StepObserver, public ModuleCaller {
   std::map<uint64_t, std::unique_ptr<TraceGroup>> groups_;        // by trace id
   absl::flat_hash_map<uint64_t, uint64_t> trace_of_;              // request id -> trace id
   absl::flat_hash_map<ProviderKey, InstalledHook> hooks_;         // (module, kind) -> its hooks
+  std::vector<AttachedModule*> attached_;                         // the model's attached modules
+  absl::flat_hash_map<AttachedModule*, HookHandle> splices_;      // installed now
   absl::flat_hash_map<Module*, std::vector<PendingSkip>> skips_;  // set this call, not yet applied
   const batching::BatchGroups* step_ = nullptr;                   // this step's rows (valid during the step)
   std::vector<std::pair<uint64_t, std::string>> errors_;
