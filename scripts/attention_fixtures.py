@@ -36,6 +36,7 @@ import transformers
 from safetensors import safe_open
 from safetensors.torch import save_file
 from transformers import AttentionInterface
+from transformers.masking_utils import AttentionMaskInterface, eager_mask
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import model_fixtures  # noqa: E402
@@ -60,6 +61,7 @@ def capture(module, query, key, value, attention_mask, **kwargs):
     cap = kwargs.get("softcap")
     if cap:
         s = torch.tanh(s / cap) * cap
+    assert attention_mask is not None, "no mask: the reference would attend to future tokens"
     if attention_mask is not None:
         masked = ~attention_mask if attention_mask.dtype == torch.bool else attention_mask < -1e30
         s = s.masked_fill(masked, float("-inf"))
@@ -76,6 +78,9 @@ def capture(module, query, key, value, attention_mask, **kwargs):
 
 
 AttentionInterface.register("nnsight_capture", capture)
+# The mask an eager attention gets (a custom name would otherwise get sdpa's,
+# which leaves the causal mask out when is_causal can stand for it).
+AttentionMaskInterface.register("nnsight_capture", eager_mask)
 
 
 def resid_mid_module(arch, layer):
