@@ -8,6 +8,7 @@ namespace nnsight::batching {
 
 RowRange BatchGroup::rows(RowLevel level) const {
   TORCH_CHECK(level != RowLevel::kRouted, "BatchGroup::rows: routed rows need the module's row tokens (routed_rows)");
+  TORCH_CHECK(level != RowLevel::kSequence, "BatchGroup::rows: sequence rows need the sequence (sequence_rows)");
   if (level == RowLevel::kToken) return RowRange{token_start, num_tokens};
   return sample_row >= 0 ? RowRange{sample_row, 1} : RowRange{0, 0};
 }
@@ -60,6 +61,11 @@ const BatchGroup* BatchGroups::owner_of_row(int64_t row, RowLevel level) const {
 }
 
 at::Tensor narrow_rows(const at::Tensor& t, RowRange r) { return t.narrow(0, r.start, r.count); }
+
+RowRange sequence_rows(const BatchGroup& g, int64_t sequence_start, const at::Tensor& t) {
+  if (g.num_tokens == 0 || g.token_start != sequence_start || t.dim() == 0) return RowRange{0, 0};
+  return RowRange{0, t.size(0)};
+}
 
 void routed_rows(const BatchGroup& g, const at::Tensor& row_tokens, RowRanges& out) {
   TORCH_CHECK(row_tokens.scalar_type() == at::kLong && row_tokens.dim() == 1, "routed_rows: int64 [rows] expected");

@@ -10,6 +10,11 @@
 //           MoE expert sees the tokens routed to it): the module publishes
 //           each row's token row, and r owns the rows whose token is one of
 //           its own (routed_rows)
+//   sequence a value of one sequence at a time whose first dimension is not
+//           rows at all (an attention pattern: [heads, query, key]): the
+//           module fires once per sequence it computes and publishes the
+//           token row where that sequence starts; r owns the whole value
+//           when that row is its token_start, nothing otherwise
 // Which level a module's values use is a fact of the model's structure
 // (runner/model_runner/model_structure.h records it when it probes the model).
 //
@@ -27,7 +32,7 @@
 
 namespace nnsight::batching {
 
-enum class RowLevel : uint8_t { kToken, kPrompt, kRouted };
+enum class RowLevel : uint8_t { kToken, kPrompt, kRouted, kSequence };
 
 // Rows [start, start + count) of dim 0.
 struct RowRange {
@@ -50,7 +55,8 @@ struct BatchGroup {
 
   bool samples() const { return sample_row >= 0; }
   // Its rows at token or prompt `level` (empty at prompt level when it does
-  // not sample); routed rows come from routed_rows.
+  // not sample); routed rows come from routed_rows, sequence rows from
+  // sequence_rows.
   RowRange rows(RowLevel level) const;
   int64_t last_token_row() const { return token_start + num_tokens - 1; }
   int64_t last_position() const { return num_computed + num_tokens - 1; }
@@ -93,6 +99,10 @@ class BatchGroups {
 // row_tokens[i] (int64 [rows], the token row each row came from) lies in g's
 // token rows. Consecutive rows form one range, in the module's order.
 void routed_rows(const BatchGroup& g, const at::Tensor& row_tokens, RowRanges& out);
+
+// The rows of a sequence-level value `t` (whose sequence starts at token row
+// `sequence_start`) that belong to `g`: all of dim 0, or none.
+RowRange sequence_rows(const BatchGroup& g, int64_t sequence_start, const at::Tensor& t);
 
 // A view of the rows of `t` in `r`.
 at::Tensor narrow_rows(const at::Tensor& t, RowRange r);

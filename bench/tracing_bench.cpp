@@ -8,17 +8,25 @@
 //      untraced / each trace saving one layer every step / all 30 layers /
 //      steering (adding a vector to one layer) every step;
 //   3. the hook branch every module call pays when nothing is attached,
-//      against a call without it (Module::invoke vs the body alone).
+//      against a call without it (Module::invoke vs the body alone);
+//   4. an attention pattern at a long context (docs/attention-internals.md):
+//      a request of --attn-context prompt tokens beside --attn-requests
+//      plain ones of the same length, untraced, against the same batch where
+//      the first request's trace reads one layer's pattern at every step;
+//      the prefill step and the decode steps apart, timed by a companion's
+//      stream (each new token ends one step of the whole batch).
 //
 //   tracing_bench [--model PATH] [--requests 16] [--tokens 32] [--reps 3]
-//                 [--only 1|2|3] [--overhead-reps 2000] [--variants MASK]
-//                 [--overhead-side plain|traced]
+//                 [--only 1|2|3|4] [--overhead-reps 2000] [--variants MASK]
+//                 [--overhead-side plain|traced] [--attn-context 1000]
+//                 [--attn-requests 1] [--attn-tokens 16]
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <mutex>
 #include <random>
 #include <thread>
 
@@ -60,6 +68,7 @@ int main(int argc, char** argv) {
   std::string model_path = bench::default_model_path();
   std::string overhead_side;
   int64_t requests = 16, tokens = 32, reps = 3, only = 0, overhead_reps = 2000, variant_mask = 15;
+  int64_t attn_context = 1000, attn_requests = 1, attn_tokens = 16;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i], v = argv[i + 1];
     if (a == "--model")
@@ -78,6 +87,12 @@ int main(int argc, char** argv) {
       overhead_side = v;  // "plain" or "traced": time one side only (profiling)
     else if (a == "--variants")
       variant_mask = std::stoll(v);  // bit mask over section 2's four variants
+    else if (a == "--attn-context")
+      attn_context = std::stoll(v);
+    else if (a == "--attn-requests")
+      attn_requests = std::stoll(v);
+    else if (a == "--attn-tokens")
+      attn_tokens = std::stoll(v);
   }
   at::set_num_threads(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
 
@@ -128,6 +143,64 @@ int main(int argc, char** argv) {
         "one-token request, tiny model (median of %zu, alternating): untraced %.1f us, traced saving "
         "logits %.1f us: +%.1f us (ratio %.3f)\n",
         plain.size(), a * 1e6, b * 1e6, (b - a) * 1e6, b / a);
+  }
+
+  auto median = [](std::vector<double> x) {
+    std::sort(x.begin(), x.end());
+    return x.size() % 2 ? x[x.size() / 2] : 0.5 * (x[x.size() / 2 - 1] + x[x.size() / 2]);
+  };
+
+  // ---- 4. one layer's attention pattern at a long context
+  if (only == 0 || only == 4) {
+    LanguageModel lm(EngineArgs().model(model_path).show_progress(false).enable_prefix_caching(false));
+    std::mt19937_64 rng(4);
+    std::vector<std::vector<int32_t>> prompts;  // [0]: traced or not; the rest plain companions
+    for (int64_t i = 0; i <= attn_requests; ++i) prompts.push_back(random_prompt(rng, attn_context, 49152));
+    const std::string point = "model.layers.15.self_attn.pattern";
+    // One run of the batch, request 0 traced or not. The steps are timed by
+    // the first companion's stream: its first token ends the prefill step,
+    // each later one a decode step of the whole batch.
+    auto run = [&](bool traced, double& prefill, std::vector<double>& steps) {
+      const auto params = SamplingParams().temperature(0).max_tokens(1 + attn_tokens).ignore_eos(true);
+      std::vector<clock_type::time_point> stamps;
+      std::mutex mu;
+      auto t0 = clock_type::now();
+      std::future<TraceResult> f;
+      if (traced)
+        f = lm.submit(prompts[0], params,
+                      [&](Tracer& t) { t.all([&](const Step&) { lm.envoy(point).output().save_each(); }); });
+      std::vector<LLM::Handle> hs;
+      if (!traced) hs.push_back(lm.llm().submit(prompts[0], params));
+      for (size_t i = 1; i < prompts.size(); ++i)
+        hs.push_back(lm.llm().submit(prompts[i], params, [&, i](const RequestOutput& o) {
+          std::lock_guard<std::mutex> lock(mu);
+          if (i == 1 && o.token_ids.size() > stamps.size()) stamps.push_back(clock_type::now());
+        }));
+      for (auto& h : hs) h.result.get();
+      if (f.valid()) f.get();
+      prefill = std::chrono::duration<double>(stamps.front() - t0).count();
+      for (size_t k = 1; k < stamps.size(); ++k)
+        steps.push_back(std::chrono::duration<double>(stamps[k] - stamps[k - 1]).count());
+    };
+    std::vector<double> prefill[2], step[2], prefill_ratio, step_ratio;
+    for (int64_t r = 0; r < reps; ++r) {
+      for (int traced = 0; traced < 2; ++traced) {
+        double p = 0;
+        std::vector<double> steps;
+        run(traced == 1, p, steps);
+        prefill[traced].push_back(p);
+        step[traced].push_back(median(steps));
+      }
+      prefill_ratio.push_back(prefill[1].back() / prefill[0].back());
+      step_ratio.push_back(step[1].back() / step[0].back());
+    }
+    std::printf(
+        "attention pattern of one layer, %lld request(s) of %lld-token prompts, the first traced or not, %lld rounds "
+        "(medians): prefill step untraced %.3f s, traced %.3f s (ratio %.3f); decode step untraced %.2f ms, traced "
+        "%.2f ms (ratio %.3f)\n",
+        static_cast<long long>(attn_requests + 1), static_cast<long long>(attn_context), static_cast<long long>(reps),
+        median(prefill[0]), median(prefill[1]), median(prefill_ratio), median(step[0]) * 1e3, median(step[1]) * 1e3,
+        median(step_ratio));
   }
 
   // ---- 2. decode throughput with concurrent traces
@@ -182,10 +255,6 @@ int main(int argc, char** argv) {
       ratios[static_cast<size_t>(v)].push_back(t / untraced);
     }
   }
-  auto median = [](std::vector<double> x) {
-    std::sort(x.begin(), x.end());
-    return x.size() % 2 ? x[x.size() / 2] : 0.5 * (x[x.size() / 2 - 1] + x[x.size() / 2]);
-  };
   std::printf(
       "| %lld requests x %lld tokens, %lld rounds | median run s | tokens/s | time ratio to untraced, per round | "
       "median ratio |\n",

@@ -137,7 +137,7 @@ void decode(const std::string& b, WorkerReady& v) {
       throw WorkerError("worker message: corrupt structure");
     std::vector<ModuleInfo> modules;
     for (size_t i = 0; i < paths.size(); ++i) {
-      if (levels[i] > static_cast<uint8_t>(batching::RowLevel::kRouted) || callable[i] > 1)
+      if (levels[i] > static_cast<uint8_t>(batching::RowLevel::kSequence) || callable[i] > 1)
         throw WorkerError("worker message: corrupt structure");
       modules.push_back(
           ModuleInfo{paths[i], types[i], tuples[i], static_cast<batching::RowLevel>(levels[i]), callable[i] == 1});

@@ -10,6 +10,7 @@
 
 #include "batching/flattener.h"
 #include "models/attached/attached_module.h"
+#include "core/hook_point.h"
 
 namespace nnsight::runner {
 
@@ -34,6 +35,8 @@ const char* row_level_name(batching::RowLevel r) {
       return "prompt";
     case batching::RowLevel::kRouted:
       return "routed";
+    case batching::RowLevel::kSequence:
+      return "sequence";
     default:
       return "token";
   }
@@ -57,9 +60,10 @@ ModelStructure ModelStructure::from_json(const nlohmann::json& j, const std::str
     for (const auto& m : j.at("modules")) {
       ModuleInfo info{m.at("path").get<std::string>(), m.at("type").get<std::string>(), m.at("tuple").get<int32_t>()};
       const std::string rows = m.at("rows").get<std::string>();
-      info.row_level = rows == "prompt"   ? batching::RowLevel::kPrompt
-                       : rows == "routed" ? batching::RowLevel::kRouted
-                                          : batching::RowLevel::kToken;
+      info.row_level = rows == "prompt"     ? batching::RowLevel::kPrompt
+                       : rows == "routed"   ? batching::RowLevel::kRouted
+                       : rows == "sequence" ? batching::RowLevel::kSequence
+                                            : batching::RowLevel::kToken;
       info.callable = m.at("callable").get<bool>();
       modules.push_back(std::move(info));
     }
@@ -80,6 +84,9 @@ ModelStructure ModelStructure::probe(CausalLM& model, std::vector<KVCache>& kv) 
     const size_t index = modules.size();
     modules.push_back(ModuleInfo{path, m->type_name(), m->output_tuple_size()});
     if (m->row_tokens() != nullptr) modules.back().row_level = batching::RowLevel::kRouted;
+    // A per-sequence point's values are one sequence's at a time ([heads, query, key]).
+    if (auto* point = dynamic_cast<HookPoint*>(m); point && point->per_sequence())
+      modules.back().row_level = batching::RowLevel::kSequence;
     modules.back().callable = m->callable();
     const std::string p = path;
     handles.push_back(m->register_forward_pre_hook([&events, p](Module&, const ModuleIO&) {
@@ -91,7 +98,7 @@ ModelStructure ModelStructure::probe(CausalLM& model, std::vector<KVCache>& kv) 
           events.push_back(ProviderKey::of_module(p, KeyKind::ModuleOutput).str());
           // Two tokens, one sampling row: a module whose rows are the sampling
           // rows runs after the last-token selection.
-          if (modules[index].row_level != batching::RowLevel::kRouted && !out.empty() && out.at(0).defined() &&
+          if (modules[index].row_level == batching::RowLevel::kToken && !out.empty() && out.at(0).defined() &&
               out.at(0).dim() > 0 && out.at(0).size(0) == 1)
             modules[index].row_level = batching::RowLevel::kPrompt;
           return std::optional<ModuleIO>();

@@ -132,6 +132,7 @@ RotaryAttention::RotaryAttention(const ModelConfig& cfg, const tp::ParallelConte
     k_norm = register_module(
         "k_norm", std::make_shared<RMSNorm>(spec_.norm_type, nkv * d, cfg.norm_eps, opts, spec_.norm_unit_offset));
   }
+  points = std::make_unique<AttentionPoints>(*this, ctx, heads_, kv_, d);
 }
 
 at::Tensor RotaryAttention::forward(const at::Tensor& x, const batching::BatchMeta& meta, KVCache& kv) {
@@ -191,7 +192,7 @@ at::Tensor RotaryAttention::forward(const at::Tensor& x, const batching::BatchMe
     if (k_from->has_hooks() || !k.is_contiguous()) k = k.clone(at::MemoryFormat::Contiguous);
     spec_.rotary->apply_(q, meta.positions);
     spec_.rotary->apply_(k, meta.positions);
-    at::Tensor o = kernels::attend(q, k, v, kv, meta, spec_.scale, spec_.options);  // [T, heads, d]
+    at::Tensor o = points->attend(q, k, v, kv, meta, spec_.scale, spec_.options);  // [T, heads, d]
     return o_proj->forward(kernels::reshaped(o, {t, local_heads_ * d}));
   });
 }
@@ -247,10 +248,15 @@ PreNormDecoderLayer::PreNormDecoderLayer(std::string type_name, std::shared_ptr<
   mlp = register_module(mlp_name, std::move(ff));
   input_layernorm = register_module("input_layernorm", std::move(input_ln));
   post_attention_layernorm = register_module("post_attention_layernorm", std::move(post_ln));
+  resid_mid = register_module("resid_mid", std::make_shared<HookPoint>());
 }
 
 at::Tensor PreNormDecoderLayer::forward(const at::Tensor& x, const batching::BatchMeta& meta, KVCache& kv) {
   return invoke(x, [&](const at::Tensor& h) {
+    if (resid_mid->has_hooks()) {
+      at::Tensor mid = resid_mid->forward(kernels::add(h, self_attn->forward(input_layernorm->forward(h), meta, kv)));
+      return kernels::add(mid, mlp->forward(post_attention_layernorm->forward(mid)));
+    }
     auto [mid, normed] =
         post_attention_layernorm->add_then_forward(h, self_attn->forward(input_layernorm->forward(h), meta, kv));
     return kernels::add(mid, mlp->forward(normed));

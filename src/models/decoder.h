@@ -16,6 +16,7 @@
 #include "core/kernels/paged_attention.h"
 #include "core/kernels/rotary.h"
 #include "models/activation.h"
+#include "models/attention_points.h"
 #include "models/causal_lm.h"
 #include "models/norms.h"
 #include "tp/parallel_embedding.h"
@@ -58,6 +59,7 @@ class RotaryAttention : public Module {
   std::shared_ptr<tp::ColumnParallelLinear> q_proj, k_proj, v_proj, fused;  // fused: qkv_proj / query_key_value
   std::shared_ptr<tp::RowParallelLinear> o_proj;
   std::shared_ptr<RMSNorm> q_norm, k_norm;
+  std::unique_ptr<AttentionPoints> points;  // q, k, v, scores, pattern, z
 
  private:
   AttentionSpec spec_;
@@ -119,6 +121,7 @@ class PreNormDecoderLayer : public DecoderLayer {
   std::shared_ptr<Norm> input_layernorm, post_attention_layernorm;
   std::shared_ptr<RotaryAttention> self_attn;
   std::shared_ptr<FeedForward> mlp;
+  std::shared_ptr<HookPoint> resid_mid;  // [T, hidden]: x + self_attn(...), the MLP's residual
 };
 
 // embed -> (scale) -> layers -> final norm, under the given names.

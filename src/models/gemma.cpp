@@ -37,10 +37,12 @@ class SandwichDecoderLayer : public DecoderLayer {
     post_attention_layernorm = register_module("post_attention_layernorm", norm());
     pre_feedforward_layernorm = register_module("pre_feedforward_layernorm", norm());
     post_feedforward_layernorm = register_module("post_feedforward_layernorm", norm());
+    resid_mid = register_module("resid_mid", std::make_shared<HookPoint>());
   }
   at::Tensor forward(const at::Tensor& x, const batching::BatchMeta& meta, KVCache& kv) override {
     return invoke(x, [&](const at::Tensor& h) {
-      at::Tensor mid = h + post_attention_layernorm->forward(self_attn->forward(input_layernorm->forward(h), meta, kv));
+      at::Tensor mid = resid_mid->forward(
+          h + post_attention_layernorm->forward(self_attn->forward(input_layernorm->forward(h), meta, kv)));
       return mid + post_feedforward_layernorm->forward(mlp->forward(pre_feedforward_layernorm->forward(mid)));
     });
   }
@@ -50,6 +52,7 @@ class SandwichDecoderLayer : public DecoderLayer {
       post_feedforward_layernorm;
   std::shared_ptr<RotaryAttention> self_attn;
   std::shared_ptr<FeedForward> mlp;
+  std::shared_ptr<HookPoint> resid_mid;  // [T, hidden]: the residual between attention and MLP
 };
 
 }  // namespace

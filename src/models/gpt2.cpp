@@ -27,6 +27,7 @@ GPT2Attention::GPT2Attention(const ModelConfig& cfg, const tp::ParallelContext& 
   });
   c_attn = register_module("c_attn", std::make_shared<tp::ColumnParallelLinear>(hidden, true, ctx, qkv, false, opts));
   c_proj = register_module("c_proj", std::make_shared<tp::RowParallelLinear>(hidden, true, ctx, heads.scaled(d), opts));
+  points = std::make_unique<AttentionPoints>(*this, ctx, heads, heads, d);
 }
 
 at::Tensor GPT2Attention::forward(const at::Tensor& x, const batching::BatchMeta& meta, KVCache& kv) {
@@ -36,7 +37,7 @@ at::Tensor GPT2Attention::forward(const at::Tensor& x, const batching::BatchMeta
     at::Tensor q = qkv.narrow(1, 0, local).reshape({t, local_heads_, head_dim_});
     at::Tensor k = qkv.narrow(1, local, local).reshape({t, local_heads_, head_dim_});
     at::Tensor v = qkv.narrow(1, 2 * local, local).reshape({t, local_heads_, head_dim_});
-    at::Tensor o = kernels::attend(q, k, v, kv, meta, scale_);  // [T, heads, d]
+    at::Tensor o = points->attend(q, k, v, kv, meta, scale_, {});  // [T, heads, d]
     return c_proj->forward(o.reshape({t, local}));
   });
 }
@@ -64,11 +65,12 @@ GPT2Block::GPT2Block(const ModelConfig& cfg, const tp::ParallelContext& ctx, con
   attn = register_module("attn", std::make_shared<GPT2Attention>(cfg, ctx, opts));
   ln_2 = register_module("ln_2", std::make_shared<LayerNorm>(cfg.hidden_size, cfg.norm_eps, opts));
   mlp = register_module("mlp", std::make_shared<GPT2MLP>(cfg, ctx, opts));
+  resid_mid = register_module("resid_mid", std::make_shared<HookPoint>());
 }
 
 at::Tensor GPT2Block::forward(const at::Tensor& x, const batching::BatchMeta& meta, KVCache& kv) {
   return invoke(x, [&](const at::Tensor& h) {
-    at::Tensor mid = h + attn->forward(ln_1->forward(h), meta, kv);
+    at::Tensor mid = resid_mid->forward(h + attn->forward(ln_1->forward(h), meta, kv));
     return mid + mlp->forward(ln_2->forward(mid));
   });
 }

@@ -12,6 +12,7 @@
 #include "models/causal_lm.h"
 #include "models/embedding.h"
 #include "models/norms.h"
+#include "models/attention_points.h"
 #include "tp/parallel_embedding.h"
 #include "tp/parallel_linear.h"
 
@@ -26,6 +27,7 @@ class GPT2Attention : public Module {
 
   std::shared_ptr<tp::ColumnParallelLinear> c_attn;  // local rows: [q | k | v] of this rank's heads
   std::shared_ptr<tp::RowParallelLinear> c_proj;
+  std::unique_ptr<AttentionPoints> points;  // q, k, v, scores, pattern, z
 
  private:
   int64_t head_dim_, local_heads_;
@@ -52,6 +54,7 @@ class GPT2Block : public Module {
   std::shared_ptr<LayerNorm> ln_1, ln_2;
   std::shared_ptr<GPT2Attention> attn;
   std::shared_ptr<GPT2MLP> mlp;
+  std::shared_ptr<HookPoint> resid_mid;  // [T, hidden]: x + attn(ln_1(x))
 };
 
 class GPT2Model : public Module {

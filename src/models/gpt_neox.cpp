@@ -48,12 +48,14 @@ class GPTNeoXLayer : public DecoderLayer {
         register_module("post_attention_layernorm", std::make_shared<LayerNorm>(cfg.hidden_size, cfg.norm_eps, opts));
     attention = register_module("attention", std::move(attn));
     mlp = register_module("mlp", std::make_shared<GPTNeoXMLP>(cfg, ctx, opts));
+    // A parallel residual has no value between attention and MLP.
+    if (!parallel_) resid_mid = register_module("resid_mid", std::make_shared<HookPoint>());
   }
   at::Tensor forward(const at::Tensor& x, const batching::BatchMeta& meta, KVCache& kv) override {
     return invoke(x, [&](const at::Tensor& h) {
       at::Tensor a = attention->forward(input_layernorm->forward(h), meta, kv);
       if (parallel_) return mlp->forward(post_attention_layernorm->forward(h)) + a + h;
-      at::Tensor mid = a + h;
+      at::Tensor mid = resid_mid->forward(a + h);
       return mlp->forward(post_attention_layernorm->forward(mid)) + mid;
     });
   }
@@ -62,6 +64,7 @@ class GPTNeoXLayer : public DecoderLayer {
   std::shared_ptr<LayerNorm> input_layernorm, post_attention_layernorm;
   std::shared_ptr<RotaryAttention> attention;
   std::shared_ptr<GPTNeoXMLP> mlp;
+  std::shared_ptr<HookPoint> resid_mid;  // sequential residual only: [T, hidden]
 
  private:
   bool parallel_;

@@ -49,6 +49,7 @@ LlamaAttention::LlamaAttention(const ModelConfig& cfg, const tp::ParallelContext
   v_proj =
       register_module("v_proj", std::make_shared<tp::ColumnParallelLinear>(hidden, b, ctx, kv.scaled(d), false, opts));
   o_proj = register_module("o_proj", std::make_shared<tp::RowParallelLinear>(hidden, b, ctx, heads.scaled(d), opts));
+  points = std::make_unique<AttentionPoints>(*this, ctx, heads, kv, d);
 }
 
 at::Tensor LlamaAttention::forward(const at::Tensor& x, const batching::BatchMeta& meta, KVCache& kv) {
@@ -65,7 +66,7 @@ at::Tensor LlamaAttention::forward(const at::Tensor& x, const batching::BatchMet
     if (k_proj->has_hooks()) k = k.clone();
     rotary_->apply_(q, meta.positions);
     rotary_->apply_(k, meta.positions);
-    at::Tensor o = kernels::attend(q, k, v, kv, meta, scale_, options_);  // [T, heads, d]
+    at::Tensor o = points->attend(q, k, v, kv, meta, scale_, options_);  // [T, heads, d]
     return o_proj->forward(kernels::reshaped(o, {t, local_heads_ * head_dim_}));
   });
 }
@@ -104,10 +105,15 @@ LlamaDecoderLayer::LlamaDecoderLayer(const ModelConfig& cfg, const tp::ParallelC
                                     std::make_shared<RMSNorm>("LlamaRMSNorm", cfg.hidden_size, cfg.norm_eps, opts));
   post_attention_layernorm = register_module(
       "post_attention_layernorm", std::make_shared<RMSNorm>("LlamaRMSNorm", cfg.hidden_size, cfg.norm_eps, opts));
+  resid_mid = register_module("resid_mid", std::make_shared<HookPoint>());
 }
 
 at::Tensor LlamaDecoderLayer::forward(const at::Tensor& x, const batching::BatchMeta& meta, KVCache& kv) {
   return invoke(x, [&](const at::Tensor& h) {
+    if (resid_mid->has_hooks()) {
+      at::Tensor mid = resid_mid->forward(kernels::add(h, self_attn->forward(input_layernorm->forward(h), meta, kv)));
+      return kernels::add(mid, mlp->forward(post_attention_layernorm->forward(mid)));
+    }
     auto [mid, normed] =
         post_attention_layernorm->add_then_forward(h, self_attn->forward(input_layernorm->forward(h), meta, kv));
     return kernels::add(mid, mlp->forward(normed));

@@ -13,6 +13,7 @@
 #include "core/kernels/paged_attention.h"
 #include "core/kernels/rotary.h"
 #include "models/activation.h"
+#include "models/attention_points.h"
 #include "models/causal_lm.h"
 #include "models/norms.h"
 #include "tp/parallel_embedding.h"
@@ -37,6 +38,7 @@ class LlamaAttention : public Module {
 
   std::shared_ptr<tp::ColumnParallelLinear> q_proj, k_proj, v_proj;
   std::shared_ptr<tp::RowParallelLinear> o_proj;
+  std::unique_ptr<AttentionPoints> points;  // q, k, v, scores, pattern, z
 
  private:
   int64_t head_dim_, local_heads_, local_kv_heads_;
@@ -67,6 +69,7 @@ class LlamaDecoderLayer : public Module {
   std::shared_ptr<RMSNorm> input_layernorm, post_attention_layernorm;
   std::shared_ptr<LlamaAttention> self_attn;
   std::shared_ptr<LlamaMLP> mlp;
+  std::shared_ptr<HookPoint> resid_mid;  // [T, hidden]: x + self_attn(...), the MLP's residual
 };
 
 class LlamaModel : public Module {

@@ -24,10 +24,11 @@ class Olmo2DecoderLayer : public DecoderLayer {
         "post_attention_layernorm", std::make_shared<RMSNorm>("Olmo2RMSNorm", cfg.hidden_size, cfg.norm_eps, opts));
     post_feedforward_layernorm = register_module(
         "post_feedforward_layernorm", std::make_shared<RMSNorm>("Olmo2RMSNorm", cfg.hidden_size, cfg.norm_eps, opts));
+    resid_mid = register_module("resid_mid", std::make_shared<HookPoint>());
   }
   at::Tensor forward(const at::Tensor& x, const batching::BatchMeta& meta, KVCache& kv) override {
     return invoke(x, [&](const at::Tensor& h) {
-      at::Tensor mid = h + post_attention_layernorm->forward(self_attn->forward(h, meta, kv));
+      at::Tensor mid = resid_mid->forward(h + post_attention_layernorm->forward(self_attn->forward(h, meta, kv)));
       return mid + post_feedforward_layernorm->forward(mlp->forward(mid));
     });
   }
@@ -36,6 +37,7 @@ class Olmo2DecoderLayer : public DecoderLayer {
   std::shared_ptr<RMSNorm> post_attention_layernorm, post_feedforward_layernorm;
   std::shared_ptr<RotaryAttention> self_attn;
   std::shared_ptr<FeedForward> mlp;
+  std::shared_ptr<HookPoint> resid_mid;  // [T, hidden]: the residual between attention and MLP
 };
 
 }  // namespace

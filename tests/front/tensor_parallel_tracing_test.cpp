@@ -1,7 +1,8 @@
 // Tensor parallelism end to end on tiny random models: engines with 2 and 4
 // gloo ranks (worker processes) give the same greedy tokens as one process,
 // and the same traces read and write whole tensors with the same results
-// (values within 1e-4: the ranks sum in a different order; tokens exactly).
+// (values within 1e-4: the ranks sum in a different order; tokens exactly),
+// attention internals (q/k/v, scores, pattern, z, resid_mid) included.
 #include <gtest/gtest.h>
 #include <signal.h>
 
@@ -43,8 +44,15 @@ Arch llama() {
                      "model.layers.1.self_attn.q_proj.output",
                      "model.layers.1.self_attn.k_proj.output",
                      "model.layers.1.self_attn.v_proj.output",
+                     "model.layers.1.self_attn.q.output",
+                     "model.layers.1.self_attn.k.output",
+                     "model.layers.1.self_attn.v.output",
+                     "model.layers.1.self_attn.scores.output",
+                     "model.layers.1.self_attn.pattern.output",
+                     "model.layers.1.self_attn.z.output",
                      "model.layers.1.self_attn.o_proj.input",
                      "model.layers.1.self_attn.o_proj.output",
+                     "model.layers.1.resid_mid.output",
                      "model.layers.1.mlp.up_proj.output",
                      "model.layers.1.mlp.act_fn.output",
                      "model.layers.1.mlp.down_proj.input",
@@ -61,10 +69,11 @@ Arch llama() {
 Arch gpt2() {
   Arch a{testing::tiny_tp_gpt2_config(), {}};  // 4 heads, fused c_attn, MLP 128
   a.battery.prompts = {prompt(3, 6, 88), prompt(4, 9, 88)};
-  a.battery.reads = {"transformer.h.1.attn.c_attn.output", "transformer.h.1.attn.c_proj.input",
-                     "transformer.h.1.attn.c_proj.output", "transformer.h.1.mlp.c_fc.output",
-                     "transformer.h.1.mlp.act.input",      "transformer.h.1.mlp.c_proj.input",
-                     "transformer.h.1.mlp.output",         "lm_head.output"};
+  a.battery.reads = {
+      "transformer.h.1.attn.c_attn.output", "transformer.h.1.attn.q.output",     "transformer.h.1.attn.pattern.output",
+      "transformer.h.1.attn.z.output",      "transformer.h.1.attn.c_proj.input", "transformer.h.1.attn.c_proj.output",
+      "transformer.h.1.resid_mid.output",   "transformer.h.1.mlp.c_fc.output",   "transformer.h.1.mlp.act.input",
+      "transformer.h.1.mlp.c_proj.input",   "transformer.h.1.mlp.output",        "lm_head.output"};
   a.battery.scaled_output = "transformer.h.0.attn.c_attn";
   a.battery.halved_input = "transformer.h.0.attn.c_proj";
   a.battery.up = "transformer.h.0.mlp.c_fc";

@@ -62,6 +62,9 @@ Interleaver::~Interleaver() {
   for (auto& [a, h] : splices_) h.remove();
   splices_.clear();
   for (auto& [key, h] : hooks_) h.remove();
+  // The points' watch queries call back into this interleaver.
+  for (auto& [path, m] : modules_)
+    if (auto* point = dynamic_cast<HookPoint*>(m)) point->clear_watch_query();
   hooks_.clear();
   groups_.clear();  // unwinds suspended fibers
 }
@@ -139,6 +142,10 @@ void Interleaver::sync_hooks() {
   for (auto it = hooks_.begin(); it != hooks_.end();) {
     if (!wanted.count(it->first)) {
       it->second.remove();
+      auto mod = modules_.find(it->first.module_path);
+      if (mod != modules_.end())
+        if (auto* point = dynamic_cast<HookPoint*>(mod->second); point && !point->has_hooks())
+          point->clear_watch_query();
       hooks_.erase(it++);
     } else {
       ++it;
@@ -151,6 +158,11 @@ void Interleaver::sync_hooks() {
     if (mod == modules_.end()) continue;  // rejected at admission; nothing to hook
     Module* module = mod->second;
     newly_hooked.insert(module);
+    // A point computed only on request asks which sequences a trace watches.
+    if (auto* point = dynamic_cast<HookPoint*>(module)) {
+      const std::string path = key.module_path;
+      point->set_watch_query([this, path](int64_t token_start) { return watches(path, token_start); });
+    }
     const batching::RowLevel level = runner_.structure().row_level(key);
     const at::Tensor* row_tokens = module->row_tokens();
     InstalledHook& hook = hooks_[key];
@@ -169,10 +181,12 @@ void Interleaver::sync_hooks() {
         break;
       case KeyKind::ModuleOutput: {
         const TensorSharding* sharding = module->output_sharding();
+        const HookPoint* point = dynamic_cast<const HookPoint*>(module);
         hook.after = module->register_forward_hook(
-            [this, key, level, sharding, row_tokens](Module&, const ModuleIO&,
-                                                     const ModuleIO& out) -> std::optional<ModuleIO> {
+            [this, key, level, sharding, row_tokens, point](Module&, const ModuleIO&,
+                                                            const ModuleIO& out) -> std::optional<ModuleIO> {
               EventValue ev{out, std::vector<bool>(out.size(), false), level, sharding, false, row_tokens};
+              if (point) ev.sequence_start = point->sequence_start();
               dispatch(key, ev);
               return result_of(ev);
             });
@@ -181,9 +195,11 @@ void Interleaver::sync_hooks() {
       case KeyKind::ModuleInput:
       case KeyKind::ModuleInputs: {
         const TensorSharding* sharding = module->input_sharding();
+        const HookPoint* point = dynamic_cast<const HookPoint*>(module);
         hook.before = module->register_forward_pre_hook(
-            [this, key, level, sharding, row_tokens](Module&, const ModuleIO& in) -> std::optional<ModuleIO> {
+            [this, key, level, sharding, row_tokens, point](Module&, const ModuleIO& in) -> std::optional<ModuleIO> {
               EventValue ev{in, std::vector<bool>(in.size(), false), level, sharding, false, row_tokens};
+              if (point) ev.sequence_start = point->sequence_start();
               dispatch(key, ev);
               return result_of(ev);
             });
@@ -252,6 +268,22 @@ void Interleaver::before_forward(const runner::StepContext& ctx) {
   sync_hooks();
 }
 
+bool Interleaver::watches(const std::string& path, int64_t token_start) const {
+  if (!step_) return false;
+  const batching::BatchGroup* r = step_->owner_of_row(token_start, batching::RowLevel::kToken);
+  if (!r) return false;
+  TraceGroup* g = group_of(r->id);
+  if (!g || !g->started || g->failed) return false;
+  for (const auto& m : g->mediators()) {
+    if (!m->waiting()) continue;
+    const auto& rs = m->requests();
+    if (std::find(rs.begin(), rs.end(), r->id) == rs.end()) continue;
+    for (const ProviderKey& k : m->module_keys)
+      if (k.module_path == path) return true;
+  }
+  return false;
+}
+
 const batching::BatchGroup* Interleaver::in_step(uint64_t request_id) const {
   return step_ ? step_->find(request_id) : nullptr;
 }
@@ -263,6 +295,11 @@ bool Interleaver::rows_for(const Mediator& m, TraceGroup& g, const EventValue& e
   auto add = [&](uint64_t rid) {
     const batching::BatchGroup* r = in_step(rid);
     if (!r || r->num_generated != step) return;
+    if (ev.level == batching::RowLevel::kSequence) {
+      const batching::RowRange range = batching::sequence_rows(*r, ev.sequence_start, ev.io.at(0));
+      if (!range.empty()) rows.push_back(range);
+      return;
+    }
     if (ev.level == batching::RowLevel::kRouted) {
       TORCH_CHECK(ev.row_tokens != nullptr && ev.row_tokens->defined(), "routed module without row tokens");
       batching::routed_rows(*r, *ev.row_tokens, rows);
@@ -361,6 +398,8 @@ void Interleaver::dispatch(const ProviderKey& key, EventValue& ev) {
       Mediator& m = *g.mediators()[i];
       while (!g.failed && m.waiting() && m.wait_key() == key && rows_for(m, g, ev, m.wait_step(), rows)) {
         gather(ev);  // outside the mediator's error handling: a failed collective ends the worker
+        // A sequence's value is all of it: its first dimension (heads) may have just been gathered whole.
+        if (ev.level == batching::RowLevel::kSequence) rows.assign(1, batching::RowRange{0, ev.io.at(0).size(0)});
         if (m.wait_kind() == Mediator::WaitKind::kGet) {
           dsl::Value v;
           try {

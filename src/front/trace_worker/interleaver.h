@@ -32,6 +32,7 @@
 
 #include <absl/container/flat_hash_map.h>
 
+#include "core/hook_point.h"
 #include "core/module.h"
 #include "models/attached/attached_module.h"
 #include "batching/batch_groups.h"
@@ -86,6 +87,8 @@ class Interleaver final : public runner::StepObserver, public ModuleCaller {
     // Routed level: the token row of each row (the module's row_tokens).
     const at::Tensor* row_tokens = nullptr;
     Module* module = nullptr;  // the module whose event this is (skips)
+    // Sequence level: the first token row of the sequence whose value this is.
+    int64_t sequence_start = -1;
   };
   // The hooks of one module key: before the module runs (.input, .inputs),
   // after (.output), or both (.skip: the values are set before, applied after).
@@ -113,6 +116,10 @@ class Interleaver final : public runner::StepObserver, public ModuleCaller {
   // (re-registered when one is added), so a trace sees the host's output
   // before the attached module runs on it, as the probe's event order says.
   void sync_splices(const std::set<ProviderKey>& wanted, const std::set<Module*>& newly_hooked);
+  // Whether a live trace of the request whose token rows start at
+  // `token_start` in this step touches a key of the module at `path`: the
+  // question a HookPoint asks before computing a value only traces need.
+  bool watches(const std::string& path, int64_t token_start) const;
   void dispatch(const ProviderKey& key, EventValue& ev);
   // Before the module runs: when skips cover every row, its body is skipped.
   void skip_whole_call(Module& m, const ModuleIO& in);
