@@ -141,7 +141,7 @@ TEST(HttpServer, AnswersHeadWithHeadersOnly) {
   ASSERT_EQ(out.rfind("HTTP/1.1 200", 0), 0u) << out;
   const size_t head_end = out.find("\r\n\r\n");
   ASSERT_NE(head_end, std::string::npos) << out;
-  EXPECT_NE(out.find("Content-Length: 12\r\n"), std::string::npos) << out;  // what GET /a would carry
+  EXPECT_NE(out.find("Content-Length: 13\r\n"), std::string::npos) << out;  // what GET /a would carry
   EXPECT_EQ(out.compare(head_end + 4, 12, "HTTP/1.1 200"), 0) << out;
   EXPECT_EQ(out.find("{\"path\":\"/a\"}"), std::string::npos) << out;
   EXPECT_NE(out.find("{\"path\":\"/b\"}"), std::string::npos) << out;

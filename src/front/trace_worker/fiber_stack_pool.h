@@ -41,13 +41,15 @@ class FiberStackPool {
 
 // The StackAllocator boost::context::fiber is given: a handle to the pool
 // (it is copied into every fiber's control block, so it stays small), and
-// the fiber's FiberSanitizer, told the stack it runs on.
+// the fiber's FiberSanitizer (if any), told the stack it runs on.
 class PooledProtectedStack {
  public:
-  PooledProtectedStack(FiberStackPool& pool, FiberSanitizer& sanitizer) : pool_(&pool), sanitizer_(&sanitizer) {}
+  // `sanitizer` null: a fiber whose switches nobody annotates.
+  explicit PooledProtectedStack(FiberStackPool& pool, FiberSanitizer* sanitizer = nullptr)
+      : pool_(&pool), sanitizer_(sanitizer) {}
   boost::context::stack_context allocate() {
     boost::context::stack_context sc = pool_->take();
-    sanitizer_->set_stack(sc);
+    if (sanitizer_) sanitizer_->set_stack(sc);
     return sc;
   }
   void deallocate(boost::context::stack_context& sc) noexcept { pool_->give_back(sc); }

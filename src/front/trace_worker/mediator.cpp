@@ -82,7 +82,7 @@ Mediator::~Mediator() {
 void Mediator::start() {
   TORCH_CHECK(state_ == State::kNotStarted, "Mediator::start called twice");
   state_ = State::kWaiting;  // running; set properly below
-  fiber_ = ctx::fiber(std::allocator_arg, PooledProtectedStack(FiberStackPool::instance(), sanitizer_),
+  fiber_ = ctx::fiber(std::allocator_arg, PooledProtectedStack(FiberStackPool::instance(), &sanitizer_),
                       [this](ctx::fiber&& caller) {
                         sanitizer_.landed_in_fiber();
                         caller_ = std::move(caller);
