@@ -5,3 +5,18 @@ NNSIGHT_BUILD_DIR="${NNSIGHT_BUILD_DIR:-$NNSIGHT_ROOT/build}"
 export NNSIGHT_HOME
 log() { printf '[nnsight] %s\n' "$*" >&2; }
 die() { printf '[nnsight] error: %s\n' "$*" >&2; exit 1; }
+# configure_sanitized BUILD_DIR address|thread: configures a clang build of
+# everything with NNSIGHT_SANITIZE (cmake/nnsightSanitizers.cmake) in BUILD_DIR
+# unless it is configured already. The address build also carries libFuzzer's
+# coverage instrumentation and the fuzz targets (scripts/fuzz-http).
+configure_sanitized() {
+  local build="$1" kind="$2"
+  [ -f "$build/CMakeCache.txt" ] && return 0
+  command -v clang >/dev/null && command -v clang++ >/dev/null || die "clang is needed (apt-get install clang libclang-rt-14-dev)"
+  local gen=() fuzz=OFF
+  command -v ninja >/dev/null && gen=(-G Ninja)
+  [ "$kind" = address ] && fuzz=ON
+  log "configuring the $kind-sanitized build in $build"
+  CC=clang CXX=clang++ cmake -S "$NNSIGHT_ROOT" -B "$build" "${gen[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DNNSIGHT_SANITIZE="$kind" -DNNSIGHT_BUILD_FUZZ="$fuzz" -DNNSIGHT_BUILD_BENCH=OFF >/dev/null
+}

@@ -54,7 +54,9 @@ void save_tensor(cereal::PortableBinaryOutputArchive& ar, const at::Tensor& t) {
   ar(shape);
   const uint64_t nbytes = static_cast<uint64_t>(c.numel()) * c.element_size();
   ar(nbytes);
-  ar(cereal::binary_data(c.data_ptr(), nbytes));
+  // As bytes: cereal's portable archive takes the element size from the
+  // pointer's type (sizeof(void) is a GCC extension).
+  ar(cereal::binary_data(static_cast<uint8_t*>(c.data_ptr()), nbytes));
 }
 
 at::Tensor load_tensor(cereal::PortableBinaryInputArchive& ar, uint64_t remaining) {
@@ -72,7 +74,7 @@ at::Tensor load_tensor(cereal::PortableBinaryInputArchive& ar, uint64_t remainin
   at::Tensor t = at::empty(shape, at::TensorOptions().dtype(static_cast<at::ScalarType>(dtype)));
   if (static_cast<uint64_t>(t.numel()) * t.element_size() != nbytes)
     throw WorkerError("worker message: tensor size mismatch");
-  ar(cereal::binary_data(t.data_ptr(), nbytes));
+  ar(cereal::binary_data(static_cast<uint8_t*>(t.data_ptr()), nbytes));
   return t;
 }
 

@@ -109,8 +109,10 @@ std::string trim(const std::string& s) {
 
 class Responder final : public HttpResponder {
  public:
-  Responder(Connection& c, bool keep_alive, unsigned version, const std::atomic<bool>& stopping)
-      : c_(c), keep_alive_(keep_alive), version_(version), stopping_(stopping) {}
+  // `head`: the request was HEAD, whose answer has headers only (RFC 9110
+  // 9.3.2) -- a body there would be read as the next answer's start.
+  Responder(Connection& c, bool keep_alive, unsigned version, const std::atomic<bool>& stopping, bool head = false)
+      : c_(c), keep_alive_(keep_alive), version_(version), stopping_(stopping), head_(head) {}
 
   void send(HttpResponse r) override {
     if (sent_) return;
@@ -124,7 +126,12 @@ class Responder final : public HttpResponder {
     res.body() = std::move(r.body);
     res.prepare_payload();
     beast::error_code ec;
-    http::write(c_.socket, res, ec);
+    if (head_) {
+      http::response_serializer<http::string_body> sr{res};
+      http::write_header(c_.socket, sr, ec);
+    } else {
+      http::write(c_.socket, res, ec);
+    }
     if (ec) keep_alive_ = false, failed_ = true;
   }
 
@@ -179,6 +186,7 @@ class Responder final : public HttpResponder {
   bool keep_alive_;
   unsigned version_;
   const std::atomic<bool>& stopping_;
+  bool head_;
   bool sent_ = false;
   bool streamed_ = false;
   bool failed_ = false;
@@ -422,7 +430,8 @@ struct HttpServer::Impl {
       }
       c.begin(kHandler);
       req.body = std::move(parser.get().body());
-      Responder r(c, parser.get().keep_alive(), parser.get().version(), stopping);
+      Responder r(c, parser.get().keep_alive(), parser.get().version(), stopping,
+                  parser.get().method() == http::verb::head);
       try {
         handler(req, r);
       } catch (const std::exception& e) {

@@ -158,8 +158,10 @@ struct ModelServer::Impl {
     return it != req.query.end() && it->second != "0" && it->second != "false";
   }
 
+  // HEAD is GET without the body (RFC 9110 9.3.2; the HTTP layer leaves the body out).
   static void require(const HttpRequest& req, const char* method) {
-    if (req.method != method) throw HttpError(405, req.path + " takes " + method + ", not " + req.method);
+    if (req.method == method || (req.method == "HEAD" && std::string(method) == "GET")) return;
+    throw HttpError(405, req.path + " takes " + method + ", not " + req.method);
   }
 
   void send_saves(const std::string& tenant, const std::string& id, HttpResponder& out, bool wait = true) {

@@ -112,6 +112,22 @@ TEST(HttpServer, AnswersAndKeepsTheConnection) {
   EXPECT_EQ(f.last_query, "1,A");
 }
 
+TEST(HttpServer, AnswersHeadWithHeadersOnly) {
+  Fixture f(options());
+  // A body after HEAD's answer would be read as the next answer's start.
+  const std::string out =
+      exchange(f.server.port(),
+               "HEAD /a HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ok\r\n\r\n"
+               "GET /b HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ok\r\nConnection: close\r\n\r\n");
+  ASSERT_EQ(out.rfind("HTTP/1.1 200", 0), 0u) << out;
+  const size_t head_end = out.find("\r\n\r\n");
+  ASSERT_NE(head_end, std::string::npos) << out;
+  EXPECT_NE(out.find("Content-Length: 13\r\n"), std::string::npos) << out;  // what GET /a would carry
+  EXPECT_EQ(out.compare(head_end + 4, 12, "HTTP/1.1 200"), 0) << out;
+  EXPECT_EQ(out.find("{\"path\":\"/a\"}"), std::string::npos) << out;
+  EXPECT_NE(out.find("{\"path\":\"/b\"}"), std::string::npos) << out;
+}
+
 TEST(HttpServer, RefusesBeforeReadingTheBody) {
   Fixture f(options());
   // A body far over the limit, announced but never sent: the answer comes anyway.

@@ -5,6 +5,10 @@
 #include <mutex>
 #include <vector>
 
+#if defined(NNSIGHT_SANITIZE_ADDRESS)
+#include <sanitizer/asan_interface.h>
+#endif
+
 namespace nnsight::tracing {
 
 namespace {
@@ -42,6 +46,10 @@ boost::context::stack_context FiberStackPool::take() {
     if (!state_->free.empty()) {
       boost::context::stack_context sc = state_->free.back();
       state_->free.pop_back();
+#if defined(NNSIGHT_SANITIZE_ADDRESS)
+      // A fiber unwound for good may leave its frames' redzones poisoned.
+      __asan_unpoison_memory_region(static_cast<char*>(sc.sp) - sc.size, sc.size);
+#endif
       return sc;
     }
   }

@@ -10,6 +10,8 @@
 
 #include <boost/context/stack_context.hpp>
 
+#include "front/trace_worker/fiber_sanitizer.h"
+
 #include <cstddef>
 
 namespace nnsight::tracing {
@@ -38,15 +40,23 @@ class FiberStackPool {
 };
 
 // The StackAllocator boost::context::fiber is given: a handle to the pool
-// (it is copied into every fiber's control block, so it stays one pointer).
+// (it is copied into every fiber's control block, so it stays small), and
+// the fiber's FiberSanitizer (if any), told the stack it runs on.
 class PooledProtectedStack {
  public:
-  explicit PooledProtectedStack(FiberStackPool& pool) : pool_(&pool) {}
-  boost::context::stack_context allocate() { return pool_->take(); }
+  // `sanitizer` null: a fiber whose switches nobody annotates.
+  explicit PooledProtectedStack(FiberStackPool& pool, FiberSanitizer* sanitizer = nullptr)
+      : pool_(&pool), sanitizer_(sanitizer) {}
+  boost::context::stack_context allocate() {
+    boost::context::stack_context sc = pool_->take();
+    if (sanitizer_) sanitizer_->set_stack(sc);
+    return sc;
+  }
   void deallocate(boost::context::stack_context& sc) noexcept { pool_->give_back(sc); }
 
  private:
   FiberStackPool* pool_;
+  FiberSanitizer* sanitizer_;
 };
 
 }  // namespace nnsight::tracing

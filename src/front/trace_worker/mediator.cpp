@@ -72,36 +72,54 @@ void Mediator::set_requests(std::vector<uint64_t> ids) {
 Mediator::~Mediator() {
   // A fiber still suspended is unwound here: boost throws forced_unwind
   // inside it, which the evaluator lets pass, and its stack is released.
-  fiber_ = ctx::fiber();
+  if (fiber_) {
+    sanitizer_.enter();
+    fiber_ = ctx::fiber();
+    sanitizer_.back_in_caller();
+  }
 }
 
 void Mediator::start() {
   TORCH_CHECK(state_ == State::kNotStarted, "Mediator::start called twice");
   state_ = State::kWaiting;  // running; set properly below
-  fiber_ =
-      ctx::fiber(std::allocator_arg, PooledProtectedStack(FiberStackPool::instance()), [this](ctx::fiber&& caller) {
-        caller_ = std::move(caller);
-        try {
-          evaluator_->run();
-          state_ = State::kDone;
-        } catch (const std::exception& e) {
-          // forced_unwind is not a std::exception: it passes.
-          error_ = e.what();
-          state_ = State::kFailed;
-        }
-        return std::move(caller_);
-      });
+  fiber_ = ctx::fiber(std::allocator_arg, PooledProtectedStack(FiberStackPool::instance(), &sanitizer_),
+                      [this](ctx::fiber&& caller) {
+                        sanitizer_.landed_in_fiber();
+                        caller_ = std::move(caller);
+                        try {
+                          evaluator_->run();
+                          state_ = State::kDone;
+                        } catch (const std::exception& e) {
+                          // forced_unwind is not a std::exception: it passes.
+                          error_ = e.what();
+                          state_ = State::kFailed;
+                        } catch (const ctx::detail::forced_unwind&) {
+                          sanitizer_.leave(/*ending=*/true);  // boost jumps back to the destructor
+                          throw;
+                        }
+                        sanitizer_.leave(/*ending=*/true);
+                        return std::move(caller_);
+                      });
   resume();
 }
 
 void Mediator::resume() {
   ScopedMemoryBudget budget(budget_);  // the graph's allocations count against its request
+  sanitizer_.enter();
   fiber_ = std::move(fiber_).resume();
+  sanitizer_.back_in_caller();
 }
 
 void Mediator::suspend() {
   state_ = State::kWaiting;
-  caller_ = std::move(caller_).resume();
+  sanitizer_.leave(/*ending=*/false);
+  try {
+    caller_ = std::move(caller_).resume();
+  } catch (const ctx::detail::forced_unwind&) {
+    sanitizer_.landed_in_fiber();  // the destructor's switch into the fiber, which unwinds now
+    throw;
+  }
+  sanitizer_.landed_in_fiber();
   after_resume_in_fiber();
 }
 

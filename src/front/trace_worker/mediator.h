@@ -24,6 +24,7 @@
 #include "core/memory_budget.h"
 #include "dsl/evaluate.h"
 #include "dsl/validate.h"
+#include "front/trace_worker/fiber_sanitizer.h"
 #include "front/trace_worker/module_caller.h"
 #include "front/trace_worker/trace_payload.h"
 
@@ -116,6 +117,7 @@ class Mediator final : public dsl::Provider {
   GraphRole role_;
   dsl::ValidatedGraph graph_;
   std::unique_ptr<dsl::Evaluator> evaluator_;
+  FiberSanitizer sanitizer_;      // before fiber_: the fiber's stack allocator points at it
   boost::context::fiber fiber_;   // the mediator's context (valid while suspended)
   boost::context::fiber caller_;  // the interleaver's context (valid while running)
   State state_ = State::kNotStarted;
