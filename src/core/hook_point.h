@@ -3,7 +3,8 @@
 // module computes anyway or can compute on request -- an attention's rotated
 // q and k, its scores and pattern, each head's output, a block's residual
 // between attention and MLP. Being a Module it has a Hugging Face-style path
-// ("model.layers.3.self_attn.pattern"), hooks, a provider key
+// ("model.layers.3.self_attn.pattern", an attached SAE's
+// "sae.hook_sae_acts_post"), hooks, a provider key
 // ("...pattern.output"), and every tracing feature of module values (reads,
 // writes, steps, t.cache) without any of its own.
 //
@@ -40,6 +41,9 @@ class HookPoint : public Module {
   }
   // The same for one sequence's value of a per-sequence point.
   at::Tensor forward_sequence(const at::Tensor& x, int64_t token_start);
+  // Called inside a trace (an attached module's point, lm.envoy(path)(x)): the identity.
+  bool callable() const override { return true; }
+  at::Tensor call(const at::Tensor& x) override { return x; }
 
   // Whether the value is wanted for the sequence whose rows start at
   // `token_start` (any, for token-level points: pass -1).

@@ -26,7 +26,7 @@
 #include <string>
 
 #include "models/attached/attached_module.h"
-#include "models/attached/hook_point.h"
+#include "core/hook_point.h"
 
 namespace nnsight {
 
