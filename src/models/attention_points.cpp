@@ -3,30 +3,12 @@
 #include <ATen/ATen.h>
 
 #include "core/kernels/eager_attention.h"
+#include "models/head_split_sharding.h"
 #include "tp/sharding.h"
 
 namespace nnsight {
 
 namespace {
-
-// [T, heads, head_dim] split by heads: gathered and re-sharded through the
-// flat [T, heads * head_dim] view.
-class TokenHeadsSharding final : public TensorSharding {
- public:
-  TokenHeadsSharding(std::shared_ptr<const TensorSharding> flat, int64_t head_dim)
-      : flat_(std::move(flat)), head_dim_(head_dim) {}
-  at::Tensor gather(const at::Tensor& local) const override {
-    return flat_->gather(local.reshape({local.size(0), -1})).view({local.size(0), -1, head_dim_});
-  }
-  at::Tensor reshard(const at::Tensor& whole) const override {
-    return flat_->reshard(whole.reshape({whole.size(0), -1})).view({whole.size(0), -1, head_dim_});
-  }
-  std::string describe() const override { return flat_->describe() + " (heads of " + std::to_string(head_dim_) + ")"; }
-
- private:
-  std::shared_ptr<const TensorSharding> flat_;
-  int64_t head_dim_;
-};
 
 // [heads, query, key] split by heads (dim 0): through a [query, key, heads] view.
 class LeadingHeadsSharding final : public TensorSharding {
@@ -60,8 +42,8 @@ AttentionPoints::AttentionPoints(Module& owner, const tp::ParallelContext& ctx, 
   pattern = owner.register_module("pattern", std::make_shared<HookPoint>(/*per_sequence=*/true));
   z = owner.register_module("z", std::make_shared<HookPoint>());
   if (ctx.single()) return;
-  auto by_heads = std::make_shared<TokenHeadsSharding>(tp::last_dim_sharding(ctx, heads.scaled(head_dim)), head_dim);
-  auto by_kv = std::make_shared<TokenHeadsSharding>(tp::last_dim_sharding(ctx, kv_heads.scaled(head_dim)), head_dim);
+  auto by_heads = std::make_shared<HeadSplitSharding>(tp::last_dim_sharding(ctx, heads.scaled(head_dim)), head_dim);
+  auto by_kv = std::make_shared<HeadSplitSharding>(tp::last_dim_sharding(ctx, kv_heads.scaled(head_dim)), head_dim);
   auto leading = std::make_shared<LeadingHeadsSharding>(tp::last_dim_sharding(ctx, heads));
   shard(*q, by_heads);
   shard(*z, by_heads);

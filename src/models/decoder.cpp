@@ -8,32 +8,13 @@
 
 #include "core/kernels/add.h"
 #include "core/kernels/undispatched.h"
+#include "models/head_split_sharding.h"
 #include "models/llama.h"
 #include "tp/sharding.h"
 
 namespace nnsight {
 
 namespace {
-
-// A [T, heads, head_dim] value whose heads are split like a column-parallel
-// projection's features: gathered and re-sharded through the flat
-// [T, heads * head_dim] view (per-head q/k norms under tensor parallelism).
-class HeadSplitSharding final : public TensorSharding {
- public:
-  HeadSplitSharding(std::shared_ptr<const TensorSharding> flat, int64_t head_dim)
-      : flat_(std::move(flat)), head_dim_(head_dim) {}
-  at::Tensor gather(const at::Tensor& local) const override {
-    return flat_->gather(local.reshape({local.size(0), -1})).view({local.size(0), -1, head_dim_});
-  }
-  at::Tensor reshard(const at::Tensor& whole) const override {
-    return flat_->reshard(whole.reshape({whole.size(0), -1})).view({whole.size(0), -1, head_dim_});
-  }
-  std::string describe() const override { return flat_->describe() + " (heads of " + std::to_string(head_dim_) + ")"; }
-
- private:
-  std::shared_ptr<const TensorSharding> flat_;
-  int64_t head_dim_;
-};
 
 // This rank's positions of a whole last dimension (its ranges, concatenated).
 at::Tensor take_local(const at::Tensor& whole, const tp::ShardLayout& layout, int rank) {

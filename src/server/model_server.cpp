@@ -31,7 +31,6 @@ HttpResponse json_ok(const json& j, int status = 200) {
   return r;
 }
 
-
 }  // namespace
 
 struct ModelServer::Impl {

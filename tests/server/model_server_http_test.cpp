@@ -3,9 +3,6 @@
 // (src/server/fuzz/http_fuzzer.cpp) found, one test each.
 #include <gtest/gtest.h>
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <memory>
@@ -14,6 +11,7 @@
 #include <nnsight/nnsight.hpp>
 
 #include "server/model_server.h"
+#include "support/loopback.h"
 
 namespace nnsight {
 namespace {
@@ -32,23 +30,9 @@ struct TinyServer {
   }
 
   // Sends `text`, half-closes, and reads until the server closes.
+  // Sends `text`, half-closes, and reads until the server closes.
   std::string exchange(const std::string& text) const {
-    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(static_cast<uint16_t>(srv->port()));
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
-    timeval tv{30, 0};
-    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    ::send(fd, text.data(), text.size(), MSG_NOSIGNAL);
-    ::shutdown(fd, SHUT_WR);
-    std::string out;
-    char buf[4096];
-    ssize_t n;
-    while ((n = ::recv(fd, buf, sizeof buf, 0)) > 0) out.append(buf, static_cast<size_t>(n));
-    ::close(fd);
-    return out;
+    return testing::exchange_loopback(srv->port(), text, /*half_close=*/true, 30);
   }
 };
 

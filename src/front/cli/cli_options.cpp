@@ -49,7 +49,7 @@ CLI::Option* add_number(CLI::App& cmd, const std::string& flag, double& value, c
           used = 0;
         }
         constexpr double kMax = std::numeric_limits<double>::max();
-        const std::string range = hi < kMax   ? " in [" + number_text(lo) + ", " + number_text(hi) + "]"
+        const std::string range = hi < kMax    ? " in [" + number_text(lo) + ", " + number_text(hi) + "]"
                                   : lo > -kMax ? " >= " + number_text(lo)
                                                : "";
         if (text.empty() || used != text.size() || !std::isfinite(v) || v < lo || v > hi)

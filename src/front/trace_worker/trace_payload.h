@@ -54,8 +54,7 @@ std::string encode_payload(const TracePayload& payload);
 void make_traced(SamplingParams& params, const TracePayload& payload, uint64_t trace_id, int32_t invoke_index);
 // The same policy for a request whose payload bytes are already in `params`
 // (a recorded trace a server received: its bytes pass through unchanged).
-void apply_trace_policy(SamplingParams& params, const TracePayload& payload, uint64_t trace_id,
-                        int32_t invoke_index);
+void apply_trace_policy(SamplingParams& params, const TracePayload& payload, uint64_t trace_id, int32_t invoke_index);
 // When a graph of the trace calls backward(), every request of the trace
 // (each prompt of each invoke) runs with autograd: the scheduler keeps the
 // trace's steps apart from other requests (SamplingParams::gradients).
