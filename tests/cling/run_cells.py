@@ -45,6 +45,9 @@ CHECKS = {
         'lens.num_layers() == 30',
         'lens.token(lens.num_layers() - 1, -1) == " Paris"',
         'lens.prob(lens.num_layers() - 1, -1) > 0.1',
+        'attn[pattern].dim() == 3 && attn[pattern].size(0) == 9 && attn[pattern].size(1) == 10',
+        'attn[pattern].sum(-1).sub(1).abs().max().item<double>() < 1e-5',
+        'attn[pattern][2].diagonal(-1).mean().item<double>() > 0.6',
         'clean.text() == " Rome"',
         'patched.text(1) == " Paris"',
         'patched.text(2) == " Rome"',
@@ -58,6 +61,7 @@ EXPECTED_MIME = {
     "nnsight::TraceResult": ["text/plain", "text/html"],
     "nnsight::SavedTensor": ["text/plain", "text/html"],
     "nnsight::LogitLens": ["text/plain", "image/svg+xml"],
+    "nnsight::AttentionHeatmap": ["text/plain", "image/svg+xml"],
 }
 
 # xeus-cling's display path, reduced: an unqualified mime_bundle_repr call

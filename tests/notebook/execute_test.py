@@ -5,7 +5,8 @@ executed by Jupyter's own client, as a reader would:
 
 into WORK/executed/ (the committed files are not touched). nbconvert fails on
 any cell error. Then the outputs are checked: every code cell ran, none has an
-error, and the tour shows what it promises (the logit-lens SVG, the patching
+error, and the tour shows what it promises (the logit-lens SVG, the attention
+heatmap, the patching
 table with the clean and patched answers, the steered text). The committed
 notebooks must hold the same kinds of outputs (scripts/notebook stores them),
 so what a reader sees on the repository is an executed notebook.
@@ -49,6 +50,10 @@ def check_tour(c, nb, label):
     lens = cell_starting("LogitLens lens")
     svg = outputs_of(lens, "image/svg+xml") if lens else []
     c.check(svg and svg[0].startswith("<svg") and "Paris" in svg[0], f"{label}: the logit-lens cell shows the SVG heatmap")
+    heat = cell_starting("const std::string eiffel")
+    svg = outputs_of(heat, "image/svg+xml") if heat else []
+    ok = svg and svg[0].startswith("<svg") and svg[0].count('<rect class="cell"') == 10 * 10 and "self_attn.pattern" in svg[0]
+    c.check(ok, f"{label}: the attention cell shows one head's pattern as a 10 x 10 SVG heatmap", svg[:1])
     patched = cell_starting("TraceResult patched")
     html = outputs_of(patched, "text/html") if patched else []
     ok = html and html[0].count("Colosseum") == 2 and html[0].count("<b> Paris</b>") == 2 and "<b> Rome</b>" in html[0]

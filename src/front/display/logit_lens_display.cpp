@@ -21,17 +21,6 @@ constexpr int kLegendWidth = 70;    // colour bar and its labels
 constexpr size_t kCellChars = 9;    // characters of a token shown in a cell
 constexpr size_t kTextColumn = 14;  // width of a column of the text table
 
-// Probability -> fill: from near white (0) to dark blue (1), linear in RGB.
-std::string fill(double p) {
-  p = std::clamp(p, 0.0, 1.0);
-  const int lo[3] = {247, 251, 255}, hi[3] = {8, 48, 107};
-  char buf[8];
-  int c[3];
-  for (int k = 0; k < 3; ++k) c[k] = static_cast<int>(lo[k] + (hi[k] - lo[k]) * p + 0.5);
-  std::snprintf(buf, sizeof buf, "#%02x%02x%02x", c[0], c[1], c[2]);
-  return buf;
-}
-
 std::string quoted(const std::string& token) { return "\"" + display::visible(token) + "\""; }
 
 void check_shape(const LogitLens& lens) {
@@ -94,7 +83,7 @@ std::string logit_lens_svg(const LogitLens& lens) {
       char prob[16];
       std::snprintf(prob, sizeof prob, "%.3f", p[i]);
       s << "<rect class=\"cell\" x=\"" << x << "\" y=\"" << y << "\" width=\"" << kCellWidth << "\" height=\""
-        << kCellHeight << "\" fill=\"" << fill(p[i]) << "\" stroke=\"#ffffff\" data-layer=\""
+        << kCellHeight << "\" fill=\"" << display::probability_fill(p[i]) << "\" stroke=\"#ffffff\" data-layer=\""
         << lens.layers[static_cast<size_t>(r)] << "\" data-position=\"" << lens.positions[static_cast<size_t>(c)]
         << "\" data-prob=\"" << prob << "\"><title>layer " << lens.layers[static_cast<size_t>(r)] << ", position "
         << lens.positions[static_cast<size_t>(c)] << ": " << escape_xml(quoted(lens.top_tokens[i])) << " p=" << prob
@@ -117,14 +106,7 @@ std::string logit_lens_svg(const LogitLens& lens) {
   // Legend: probability 0 (bottom) to 1 (top).
   const int64_t lx = kLeft + cols * kCellWidth + 16;
   const int64_t lh = std::max<int64_t>(rows * kCellHeight, 60);
-  const int steps = 10;
-  for (int k = 0; k < steps; ++k) {
-    const double v = 1.0 - (k + 0.5) / steps;
-    s << "<rect class=\"legend\" x=\"" << lx << "\" y=\"" << kTop + lh * k / steps << "\" width=\"14\" height=\""
-      << lh / steps + 1 << "\" fill=\"" << fill(v) << "\"/>\n";
-  }
-  s << "<text x=\"" << lx + 18 << "\" y=\"" << kTop + 8 << "\">1</text>\n";
-  s << "<text x=\"" << lx + 18 << "\" y=\"" << kTop + lh << "\">0</text>\n";
+  s << display::probability_legend(lx, kTop, lh);
   s << "<text x=\"" << lx << "\" y=\"" << kTop + lh + 16 << "\">p(top)</text>\n";
   s << "</svg>\n";
   return s.str();

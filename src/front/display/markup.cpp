@@ -1,5 +1,6 @@
 #include "front/display/markup.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -136,6 +137,30 @@ std::string format_shape(const std::vector<int64_t>& sizes) {
 std::string pad(const std::string& s, size_t width) {
   const size_t n = utf8_length(s);
   return n >= width ? s : s + std::string(width - n, ' ');
+}
+
+std::string probability_fill(double p) {
+  p = std::clamp(p, 0.0, 1.0);
+  const int lo[3] = {247, 251, 255}, hi[3] = {8, 48, 107};
+  int c[3];
+  for (int k = 0; k < 3; ++k) c[k] = static_cast<int>(lo[k] + (hi[k] - lo[k]) * p + 0.5);
+  char buf[8];
+  std::snprintf(buf, sizeof buf, "#%02x%02x%02x", c[0], c[1], c[2]);
+  return buf;
+}
+
+std::string probability_legend(int64_t x, int64_t top, int64_t height) {
+  std::string s;
+  const int steps = 10;
+  for (int k = 0; k < steps; ++k) {
+    const double v = 1.0 - (k + 0.5) / steps;
+    s += "<rect class=\"legend\" x=\"" + std::to_string(x) + "\" y=\"" + std::to_string(top + height * k / steps) +
+         "\" width=\"14\" height=\"" + std::to_string(height / steps + 1) + "\" fill=\"" + probability_fill(v) +
+         "\"/>\n";
+  }
+  s += "<text x=\"" + std::to_string(x + 18) + "\" y=\"" + std::to_string(top + 8) + "\">1</text>\n";
+  s += "<text x=\"" + std::to_string(x + 18) + "\" y=\"" + std::to_string(top + height) + "\">0</text>\n";
+  return s;
 }
 
 }  // namespace nnsight::display

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -23,5 +24,11 @@ std::string format_number(double v);
 std::string format_shape(const std::vector<int64_t>& sizes);
 // Pads (with spaces on the right) to `width` code points.
 std::string pad(const std::string& s, size_t width);
+// A probability's fill in the heatmaps: "#rrggbb" from near white (0) to dark
+// blue (1), linear in RGB; clamped to [0, 1].
+std::string probability_fill(double p);
+// An SVG colour bar for probability_fill at (x, top), `height` pixels tall:
+// 1 at the top, 0 at the bottom, labelled.
+std::string probability_legend(int64_t x, int64_t top, int64_t height);
 
 }  // namespace nnsight::display

@@ -216,6 +216,55 @@ TEST(Display, InconsistentLensIsAnError) {
   EXPECT_THROW(logit_lens_svg(lens), Error);
 }
 
+TEST(Display, AttentionHeatmapIsAWellFormedSvgOfOneHead) {
+  // [2 heads, 2 queries, 3 keys]: the queries are the last two keys (a causal pattern).
+  at::Tensor pattern = at::tensor({1.0f, 0.0f, 0.0f, 0.5f, 0.5f, 0.0f,     // head 0
+                                   0.0f, 1.0f, 0.0f, 0.25f, 0.0f, 0.75f})  // head 1
+                           .reshape({2, 2, 3});
+  const AttentionHeatmap h = attention_heatmap(pattern, -1, {"<s>", " </svg>", " &x"}, "layer 3 head 1");
+  EXPECT_EQ(h.num_queries(), 2);
+  EXPECT_EQ(h.num_keys(), 3);
+  EXPECT_EQ(h.query_tokens, (std::vector<std::string>{" </svg>", " &x"}));
+  EXPECT_TRUE(at::equal(h.probs, pattern[1]));
+  nlohmann::json b = mime_bundle_repr(h);
+  const std::string svg = b["image/svg+xml"];
+  std::string why;
+  EXPECT_TRUE(well_formed_xml(svg, &why)) << why;
+  EXPECT_EQ(count(svg, "<rect class=\"cell\""), 6u);
+  EXPECT_EQ(count(svg, "</svg>"), 1u);
+  EXPECT_NE(svg.find("&lt;/svg&gt;"), std::string::npos);
+  EXPECT_NE(svg.find("layer 3 head 1"), std::string::npos);
+  std::regex cell(
+      "<rect class=\"cell\"[^>]*fill=\"(#[0-9a-f]{6})\"[^>]*data-query=\"(\\d+)\" data-key=\"(\\d+)\" "
+      "data-prob=\"([0-9.]+)\"");
+  std::map<std::pair<int, int>, std::pair<std::string, double>> cells;
+  for (std::sregex_iterator it(svg.begin(), svg.end(), cell), end; it != end; ++it)
+    cells[{std::stoi((*it)[2]), std::stoi((*it)[3])}] = {(*it)[1], std::stod((*it)[4])};
+  ASSERT_EQ(cells.size(), 6u);
+  EXPECT_EQ((cells[{0, 1}].first), "#08306b");  // p = 1
+  EXPECT_EQ((cells[{0, 0}].first), "#f7fbff");  // p = 0
+  EXPECT_DOUBLE_EQ((cells[{1, 2}].second), 0.75);
+  EXPECT_DOUBLE_EQ((cells[{1, 0}].second), 0.25);
+  const std::string text = b["text/plain"];
+  EXPECT_NE(text.find("(2 queries x 3 keys"), std::string::npos) << text;
+  EXPECT_NE(text.find("0.250   0.000   0.750"), std::string::npos) << text;
+}
+
+TEST(Display, AttentionHeatmapRefusesWhatIsNotAPattern) {
+  at::Tensor pattern = at::zeros({4, 2, 3});
+  EXPECT_THROW(attention_heatmap(at::zeros({2, 3}), 0, {"a", "b", "c"}), Error);
+  EXPECT_THROW(attention_heatmap(pattern, 4, {"a", "b", "c"}), Error);
+  EXPECT_THROW(attention_heatmap(pattern, -5, {"a", "b", "c"}), Error);
+  EXPECT_THROW(attention_heatmap(pattern, 0, {"a", "b"}), Error);
+  EXPECT_THROW(attention_heatmap(at::zeros({1, 3, 2}), 0, {"a", "b"}), Error);
+  try {
+    attention_heatmap(pattern, 0, {"a"});
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("1 key labels for 3 keys"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Display, MarkupHelpers) {
   EXPECT_EQ(display::escape_xml("<a href=\"x\">&'"), "&lt;a href=&quot;x&quot;&gt;&amp;&#39;");
   EXPECT_EQ(display::visible("a\nb\tc\x01\xc3\xa9\xe2"), "a\\nb\\tc\\x01\xc3\xa9\\xE2");
