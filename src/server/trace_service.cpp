@@ -29,8 +29,9 @@ const char* state_name(int s) {
 
 }  // namespace
 
-TraceService::TraceService(ReplicaSet& replicas, TenantLimits& limits, const ServeOptions& options)
-    : replicas_(replicas), limits_(limits), options_(options) {
+TraceService::TraceService(ReplicaSet& replicas, TenantLimits& limits, const ServeOptions& options,
+                           const EditRegistry* edits)
+    : replicas_(replicas), limits_(limits), edits_(edits), options_(options) {
   completion_thread_ = std::thread([this] { completion_loop(); });
   watchdog_thread_ = std::thread([this] { watchdog_loop(); });
 }
@@ -83,7 +84,12 @@ std::string TraceService::submit(const std::string& tenant, const nlohmann::json
     throw HttpError(
         404, "this server serves '" + options_.served_model_name + "', not '" + body["model"].get<std::string>() + "'");
   if (shutting_down_) throw HttpError(503, "the server is shutting down");
-  TraceRequest req = parse_trace_request(body, replicas_.structure(), graph_limits_, tracing::next_trace_id());
+  std::vector<dsl::Graph> edits;
+  if (body.is_object() && body.contains("edits")) {
+    if (!edits_) throw HttpError(400, "\"edits\": this server keeps no named edits");
+    edits = edits_->graphs(tenant, body["edits"]);
+  }
+  TraceRequest req = parse_trace_request(body, replicas_.structure(), graph_limits_, tracing::next_trace_id(), edits);
   // The workers count the saves as they are made: the save that crosses the
   // limit fails the trace at its step. The payload bytes pass through as the
   // checks above read them; only sampling params change.

@@ -23,6 +23,7 @@
 #include <nlohmann/json.hpp>
 
 #include "dsl/limits.h"
+#include "server/edit_registry.h"
 #include "server/replica_set.h"
 #include "server/serve_options.h"
 #include "server/tenant_limits.h"
@@ -31,11 +32,14 @@ namespace nnsight::server {
 
 class TraceService {
  public:
-  TraceService(ReplicaSet& replicas, TenantLimits& limits, const ServeOptions& options);
+  // `edits`: the named edits a trace may apply ("edits": [...]); null: none.
+  TraceService(ReplicaSet& replicas, TenantLimits& limits, const ServeOptions& options,
+               const EditRegistry* edits = nullptr);
   ~TraceService();  // cancels what runs and joins its threads
 
-  // Checks and queues a POST /v1/traces body; returns the trace id. Throws
-  // HttpError: 400 for what the static checks find, 429 over a key's limits.
+  // Checks and queues a POST /v1/traces body; returns the trace id. Its
+  // "edits" (names of the key's edits) run first. Throws HttpError: 400 for
+  // what the static checks find or an unknown edit, 429 over a key's limits.
   std::string submit(const std::string& tenant, const nlohmann::json& body);
   // {"id", "object": "trace", "state": queued|running|done|failed|cancelled,
   //  "step", "created", "error"?, "saves_bytes"?, "texts"?}; HttpError 404.
@@ -96,6 +100,7 @@ class TraceService {
 
   ReplicaSet& replicas_;
   TenantLimits& limits_;
+  const EditRegistry* edits_;
   ServeOptions options_;
   dsl::Limits graph_limits_;
   mutable std::mutex mu_;

@@ -6,6 +6,7 @@
 #include <nnsight/llm.hpp>
 
 #include <atomic>
+#include <mutex>
 
 #include "front/trace_client/local_trace_backend.h"
 #include "front/trace_client/remote_trace_backend.h"
@@ -14,10 +15,33 @@
 namespace nnsight {
 
 struct LanguageModel::Impl {
-  std::unique_ptr<tracing::TraceBackend> backend;
-  std::atomic<uint64_t> next_trace{1};
+  // Shared by the models edit() makes from this one (one engine, one trace
+  // id counter: trace ids are unique per engine).
+  std::shared_ptr<tracing::TraceBackend> backend;
+  std::shared_ptr<std::atomic<uint64_t>> next_trace = std::make_shared<std::atomic<uint64_t>>(1);
+  // This model's persistent edits, in the order they were made.
+  mutable std::mutex edits_mu;
+  std::vector<dsl::Graph> edits;
 
   const runner::ModelStructure& structure() const { return backend->structure(); }
+
+  std::vector<dsl::Graph> edits_now() const {
+    std::lock_guard<std::mutex> lock(edits_mu);
+    return edits;
+  }
+
+  // Records an edit's body in this thread: one invoke without a prompt.
+  dsl::Graph record_edit(const Body& body, const SourceLoc& loc) {
+    if (tracing::TraceRecorder::current())
+      throw TraceError(loc.str() + ": an edit cannot be made inside a trace's body");
+    SamplingParams params;
+    tracing::TraceRecorder rec(structure(), params, next_trace->fetch_add(1));
+    tracing::TraceRecorder::Scope scope(&rec);
+    Tracer tracer(rec);
+    rec.run_invoke(
+        false, "", {}, params, [&] { body(tracer); }, loc);
+    return rec.finish_edit(loc);
+  }
 
   // Runs the body in this thread, recording; returns the requests to submit.
   std::vector<runner::RequestInput> record(bool implicit, bool has_prompt, const std::string& prompt,
@@ -26,7 +50,7 @@ struct LanguageModel::Impl {
     params.validate();
     if (tracing::TraceRecorder::current())
       throw TraceError(loc.str() + ": a trace cannot be started inside another trace's body");
-    tracing::TraceRecorder rec(structure(), params, next_trace.fetch_add(1));
+    tracing::TraceRecorder rec(structure(), params, next_trace->fetch_add(1), edits_now());
     tracing::TraceRecorder::Scope scope(&rec);
     Tracer tracer(rec);
     if (implicit) {
@@ -48,7 +72,36 @@ LanguageModel::LanguageModel(const EngineArgs& args) : impl_(std::make_unique<Im
     impl_->backend = std::make_unique<tracing::LocalTraceBackend>(args);
 }
 
+LanguageModel::LanguageModel(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 LanguageModel::~LanguageModel() = default;
+LanguageModel::LanguageModel(LanguageModel&&) noexcept = default;
+LanguageModel& LanguageModel::operator=(LanguageModel&&) noexcept = default;
+
+LanguageModel LanguageModel::edit(const Body& body, CallSite site) const {
+  dsl::Graph g = impl_->record_edit(body, site.loc());
+  auto impl = std::make_unique<Impl>();
+  impl->backend = impl_->backend;
+  impl->next_trace = impl_->next_trace;
+  impl->edits = impl_->edits_now();
+  impl->edits.push_back(std::move(g));
+  return LanguageModel(std::move(impl));
+}
+
+void LanguageModel::edit_inplace(const Body& body, CallSite site) {
+  dsl::Graph g = impl_->record_edit(body, site.loc());
+  std::lock_guard<std::mutex> lock(impl_->edits_mu);
+  impl_->edits.push_back(std::move(g));
+}
+
+void LanguageModel::clear_edits() {
+  std::lock_guard<std::mutex> lock(impl_->edits_mu);
+  impl_->edits.clear();
+}
+
+size_t LanguageModel::num_edits() const {
+  std::lock_guard<std::mutex> lock(impl_->edits_mu);
+  return impl_->edits.size();
+}
 
 LLM& LanguageModel::llm() { return impl_->backend->llm(); }
 
