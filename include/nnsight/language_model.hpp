@@ -28,6 +28,7 @@
 #include <nnsight/request_output.hpp>
 #include <nnsight/sampling_params.hpp>
 #include <nnsight/saved.hpp>
+#include <nnsight/scan_result.hpp>
 #include <nnsight/tracer.hpp>
 
 namespace nnsight {
@@ -165,6 +166,18 @@ class LanguageModel {
   // Removes this model's edits (models edit() made keep theirs).
   void clear_edits();
   size_t num_edits() const;
+
+  // ---- scan (NNsight's model.scan; docs/scan.md)
+  // Records the body as trace() would (with this model's edits) and reports
+  // the shape and dtype of every value it touches, without running the
+  // model: the graphs run on meta tensors with the shapes the engine probed
+  // at start-up. Throws TraceError for what trace() would refuse before
+  // running, and for the shape errors a run would meet.
+  ScanResult scan(const std::string& prompt, const SamplingParams& params, const Body& body,
+                  CallSite site = CallSite()) const;
+  ScanResult scan(const std::vector<int32_t>& prompt_token_ids, const SamplingParams& params, const Body& body,
+                  CallSite site = CallSite()) const;
+  ScanResult scan(const SamplingParams& params, const Body& body, CallSite site = CallSite()) const;
 
   // ---- inside a trace body
   // A module by Hugging Face path. Throws nnsight::TraceError for an unknown

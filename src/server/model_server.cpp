@@ -145,6 +145,10 @@ struct ModelServer::Impl {
       require(req, "GET");
       return out.send(json_ok(edits->describe(tenant, name)));
     }
+    if (p == "/v1/scan") {
+      require(req, "POST");
+      return out.send(json_ok(traces->scan(tenant, parse_json_body(req.body))));
+    }
     if (p == "/v1/traces" && req.method == "GET") return out.send(json_ok(traces->list(tenant)));
     if (p == "/v1/traces") {
       require(req, "POST");

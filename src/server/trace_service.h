@@ -53,6 +53,14 @@ class TraceService {
   // shutting down, 410 cancelled.
   std::string saves(const std::string& tenant, const std::string& id, bool wait,
                     const std::function<bool()>& client_gone);
+  // POST /v1/scan: the shapes and dtypes of every value the trace the body
+  // describes (the same body as POST /v1/traces, "edits" included) would
+  // touch, found without running the model (front/trace_client/scan_trace.h):
+  // {"object": "scan", "values": [{"invoke", "node", "what", "where",
+  // "shape", "dtype"} | {..., "items": [...]} | {..., "kind"}], "saves":
+  // {name: value}}. HttpError 400 with a real trace's message for what it
+  // would fail on (static checks, shapes).
+  nlohmann::json scan(const std::string& tenant, const nlohmann::json& body);
   // The key's traces, newest first: {"object": "list", "data": [status...]}.
   nlohmann::json list(const std::string& tenant) const;
   // Cancels a queued or running trace; HttpError 404.
@@ -90,6 +98,7 @@ class TraceService {
     std::exception_ptr error;
   };
 
+  std::vector<dsl::Graph> edits_of(const std::string& tenant, const nlohmann::json& body) const;
   void start(const std::shared_ptr<Trace>& t, std::vector<runner::RequestInput> requests);
   void complete(Completion c);
   void completion_loop();

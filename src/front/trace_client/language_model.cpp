@@ -10,6 +10,7 @@
 
 #include "front/trace_client/local_trace_backend.h"
 #include "front/trace_client/remote_trace_backend.h"
+#include "front/trace_client/scan_trace.h"
 #include "front/trace_client/trace_recorder.h"
 
 namespace nnsight {
@@ -46,11 +47,13 @@ struct LanguageModel::Impl {
   // Runs the body in this thread, recording; returns the requests to submit.
   std::vector<runner::RequestInput> record(bool implicit, bool has_prompt, const std::string& prompt,
                                            const std::vector<int32_t>& ids, const SamplingParams& params,
-                                           const Body& body, const SourceLoc& loc) {
+                                           const Body& body, const SourceLoc& loc, uint32_t* num_edits = nullptr) {
     params.validate();
     if (tracing::TraceRecorder::current())
       throw TraceError(loc.str() + ": a trace cannot be started inside another trace's body");
-    tracing::TraceRecorder rec(structure(), params, next_trace->fetch_add(1), edits_now());
+    std::vector<dsl::Graph> trace_edits = edits_now();
+    if (num_edits) *num_edits = static_cast<uint32_t>(trace_edits.size());
+    tracing::TraceRecorder rec(structure(), params, next_trace->fetch_add(1), std::move(trace_edits));
     tracing::TraceRecorder::Scope scope(&rec);
     Tracer tracer(rec);
     if (implicit) {
@@ -63,6 +66,15 @@ struct LanguageModel::Impl {
   }
 
   TraceFuture submit(std::vector<runner::RequestInput> requests) { return backend->submit(std::move(requests)); }
+
+  // The recorded requests' graphs on meta tensors (front/trace_client/scan_trace.h).
+  ScanResult scan(std::vector<runner::RequestInput> requests, uint32_t num_edits) const {
+    std::vector<int64_t> tokens;
+    for (const auto& r : requests)
+      tokens.push_back(static_cast<int64_t>(r.prompt_token_ids.empty() ? backend->encode(r.prompt, true).size()
+                                                                       : r.prompt_token_ids.size()));
+    return tracing::scan_trace(structure(), requests, tokens, num_edits, dsl::Limits());
+  }
 };
 
 LanguageModel::LanguageModel(const EngineArgs& args) : impl_(std::make_unique<Impl>()) {
@@ -141,6 +153,27 @@ TraceFuture LanguageModel::submit(const std::string& prompt, const SamplingParam
 
 TraceFuture LanguageModel::submit(const SamplingParams& params, const Body& body, CallSite site) {
   return impl_->submit(impl_->record(false, false, "", {}, params, body, site.loc()));
+}
+
+ScanResult LanguageModel::scan(const std::string& prompt, const SamplingParams& params, const Body& body,
+                               CallSite site) const {
+  uint32_t edits = 0;
+  auto requests = impl_->record(true, true, prompt, {}, params, body, site.loc(), &edits);
+  return impl_->scan(std::move(requests), edits);
+}
+
+ScanResult LanguageModel::scan(const std::vector<int32_t>& ids, const SamplingParams& params, const Body& body,
+                               CallSite site) const {
+  if (ids.empty()) throw TraceError(site.loc().str() + ": the prompt token ids are empty");
+  uint32_t edits = 0;
+  auto requests = impl_->record(true, true, "", ids, params, body, site.loc(), &edits);
+  return impl_->scan(std::move(requests), edits);
+}
+
+ScanResult LanguageModel::scan(const SamplingParams& params, const Body& body, CallSite site) const {
+  uint32_t edits = 0;
+  auto requests = impl_->record(false, false, "", {}, params, body, site.loc(), &edits);
+  return impl_->scan(std::move(requests), edits);
 }
 
 Envoy LanguageModel::envoy(const std::string& path, CallSite site) const {
