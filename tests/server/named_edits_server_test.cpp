@@ -10,8 +10,11 @@
 #include <nlohmann/json.hpp>
 #include <nnsight/nnsight.hpp>
 
+#include "dsl/base64.h"
 #include "front/remote/http_client.h"
+#include "front/trace_client/graph_file.h"
 #include "front/trace_client/trace_result_file.h"
+#include "front/trace_worker/trace_payload.h"
 #include "server/model_server.h"
 #include "support/scratch_dir.h"
 #include "support/tiny_checkpoint.h"
@@ -125,6 +128,29 @@ TEST(NamedEditsServer, RegisterApplyListDeleteAndTenants) {
   body["edits"] = {"double-mlp"};
   EXPECT_EQ(s.call("POST", "/v1/traces", body).status, 400);
   EXPECT_EQ(json::parse(s.call("GET", "/v1/edits").body)["data"].size(), 0u);
+}
+
+// A trace recorded by a C++ client ("invokes": payload bytes) gets the edit
+// too: its graphs are renumbered after the edit's and the bytes written again.
+TEST(NamedEditsServer, RecordedPayloadTracesApplyEdits) {
+  Server s;
+  ASSERT_EQ(s.call("POST", "/v1/edits", {{"name", "double-mlp"}, {"graph", {{"nodes", double_mlp_nodes()}}}}).status,
+            201);
+  json nodes = {get("model.layers.1.output"), {{"kind", "save"}, {"name", "h"}, {"args", {0}}}};
+  tracing::TracePayload p;
+  p.graphs.push_back(tracing::PayloadGraph{tracing::GraphRole::kInvoke,
+                                           tracing::parse_graph_file("h", json{{"nodes", nodes}}.dump()).graph});
+  json body = {{"invokes",
+                {{{"prompt_token_ids", {5, 9, 13, 2, 40, 7}},
+                  {"sampling_params", {{"max_tokens", 1}, {"temperature", 0}}},
+                  {"invoke_index", 0},
+                  {"payload", dsl::base64_encode(tracing::encode_payload(p))}}}},
+               {"edits", {"double-mlp"}}};
+  remote::HttpResult r = s.call("POST", "/v1/traces?wait=1", body);
+  ASSERT_EQ(r.status, 200) << r.body;
+  const at::Tensor edited = tracing::decode_trace_result(r.body, "saves").saves().at("h").tensor;
+  EXPECT_TRUE(at::equal(edited, s.layer1(double_mlp_nodes())));
+  EXPECT_FALSE(at::equal(edited, s.layer1(json::array())));
 }
 
 TEST(NamedEditsServer, BadEditsAreRefusedWithTheirReason) {
