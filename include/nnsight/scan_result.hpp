@@ -7,7 +7,7 @@
 //   ScanResult s = lm.scan("Hello", SamplingParams(), [&](Tracer&) {
 //     h = lm.envoy("model.layers.3").output().save();
 //   });
-//   s[h].shape;   // {2, 576}
+//   s[h].shape;   // {prompt tokens, 576}
 //   std::cout << s;  // one line per value: where, what, dtype[shape]
 #pragma once
 
