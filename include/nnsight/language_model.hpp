@@ -28,6 +28,7 @@
 #include <nnsight/request_output.hpp>
 #include <nnsight/sampling_params.hpp>
 #include <nnsight/saved.hpp>
+#include <nnsight/scan_result.hpp>
 #include <nnsight/tracer.hpp>
 
 namespace nnsight {
@@ -126,6 +127,9 @@ class LanguageModel {
   ~LanguageModel();
   LanguageModel(const LanguageModel&) = delete;
   LanguageModel& operator=(const LanguageModel&) = delete;
+  // Envoys made from a model name it by address: make them again after a move.
+  LanguageModel(LanguageModel&&) noexcept;
+  LanguageModel& operator=(LanguageModel&&) noexcept;
 
   // A trace of one prompt (the body's reads and writes belong to it).
   TraceResult trace(const std::string& prompt, const SamplingParams& params, const Body& body,
@@ -146,6 +150,34 @@ class LanguageModel {
   TraceFuture submit(const std::vector<int32_t>& prompt_token_ids, const SamplingParams& params, const Body& body,
                      CallSite site = CallSite());
   TraceFuture submit(const SamplingParams& params, const Body& body, CallSite site = CallSite());
+
+  // ---- persistent edits (NNsight's model.edit; docs/edits.md)
+  // Records `body` now, once, as an invoke without a prompt of its own (it
+  // sees every prompt's rows; its reads and writes address the prefill step
+  // unless inside t.all()/t.iter(), as in a trace body), checks it, and
+  // returns a model sharing this one's engine whose every later trace,
+  // generate and submit runs this model's edits and then this one before the
+  // trace's own interventions. This model stays as it is (NNsight's
+  // `with model.edit() as edited:`). An edit cannot save (nor cache): save in
+  // the trace. Throws TraceError for what a trace body's checks refuse.
+  LanguageModel edit(const Body& body, CallSite site = CallSite()) const;
+  // The same on this model itself (NNsight's model.edit(inplace=True)).
+  void edit_inplace(const Body& body, CallSite site = CallSite());
+  // Removes this model's edits (models edit() made keep theirs).
+  void clear_edits();
+  size_t num_edits() const;
+
+  // ---- scan (NNsight's model.scan; docs/scan.md)
+  // Records the body as trace() would (with this model's edits) and reports
+  // the shape and dtype of every value it touches, without running the
+  // model: the graphs run on meta tensors with the shapes the engine probed
+  // at start-up. Throws TraceError for what trace() would refuse before
+  // running, and for the shape errors a run would meet.
+  ScanResult scan(const std::string& prompt, const SamplingParams& params, const Body& body,
+                  CallSite site = CallSite()) const;
+  ScanResult scan(const std::vector<int32_t>& prompt_token_ids, const SamplingParams& params, const Body& body,
+                  CallSite site = CallSite()) const;
+  ScanResult scan(const SamplingParams& params, const Body& body, CallSite site = CallSite()) const;
 
   // ---- inside a trace body
   // A module by Hugging Face path. Throws nnsight::TraceError for an unknown
@@ -178,6 +210,7 @@ class LanguageModel {
 
  private:
   struct Impl;
+  explicit LanguageModel(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
 

@@ -18,5 +18,6 @@
 #include <nnsight/request_output.hpp>
 #include <nnsight/sampling_params.hpp>
 #include <nnsight/saved.hpp>
+#include <nnsight/scan_result.hpp>
 #include <nnsight/source_location.hpp>
 #include <nnsight/tracer.hpp>

@@ -114,7 +114,22 @@ std::string encode(const WorkerReady& v) {
     std::vector<std::string> paths, types;
     std::vector<int32_t> tuples;
     std::vector<uint8_t> levels, callable;
+    // Probed shapes (scan): per module, its inputs' and outputs' sizes and dtypes.
+    std::vector<std::vector<std::vector<int64_t>>> in_sizes, out_sizes;
+    std::vector<std::vector<int8_t>> in_dtypes, out_dtypes;
     for (const auto& m : v.structure.modules()) {
+      in_sizes.emplace_back();
+      in_dtypes.emplace_back();
+      out_sizes.emplace_back();
+      out_dtypes.emplace_back();
+      for (const auto& t : m.inputs) {
+        in_sizes.back().push_back(t.sizes);
+        in_dtypes.back().push_back(t.dtype);
+      }
+      for (const auto& t : m.outputs) {
+        out_sizes.back().push_back(t.sizes);
+        out_dtypes.back().push_back(t.dtype);
+      }
       paths.push_back(m.path);
       types.push_back(m.type_name);
       tuples.push_back(m.output_tuple_size);
@@ -122,6 +137,7 @@ std::string encode(const WorkerReady& v) {
       callable.push_back(m.callable ? 1 : 0);
     }
     ar(paths, types, tuples, levels, callable, v.structure.events(), v.structure.functions());
+    ar(in_sizes, in_dtypes, out_sizes, out_dtypes, v.structure.logits().sizes, v.structure.logits().dtype);
   }
   return os.str();
 }
@@ -134,6 +150,13 @@ void decode(const std::string& b, WorkerReady& v) {
     std::vector<int32_t> tuples;
     std::vector<uint8_t> levels, callable;
     ar(paths, types, tuples, levels, callable, events, functions);
+    std::vector<std::vector<std::vector<int64_t>>> in_sizes, out_sizes;
+    std::vector<std::vector<int8_t>> in_dtypes, out_dtypes;
+    ProbedTensor logits;
+    ar(in_sizes, in_dtypes, out_sizes, out_dtypes, logits.sizes, logits.dtype);
+    if (in_sizes.size() != paths.size() || in_dtypes.size() != paths.size() || out_sizes.size() != paths.size() ||
+        out_dtypes.size() != paths.size())
+      throw WorkerError("worker message: corrupt structure");
     if (types.size() != paths.size() || tuples.size() != paths.size() || levels.size() != paths.size() ||
         callable.size() != paths.size())
       throw WorkerError("worker message: corrupt structure");
@@ -143,9 +166,16 @@ void decode(const std::string& b, WorkerReady& v) {
         throw WorkerError("worker message: corrupt structure");
       modules.push_back(
           ModuleInfo{paths[i], types[i], tuples[i], static_cast<batching::RowLevel>(levels[i]), callable[i] == 1});
+      if (in_sizes[i].size() != in_dtypes[i].size() || out_sizes[i].size() != out_dtypes[i].size())
+        throw WorkerError("worker message: corrupt structure");
+      for (size_t k = 0; k < in_sizes[i].size(); ++k)
+        modules.back().inputs.push_back(ProbedTensor{in_sizes[i][k], in_dtypes[i][k]});
+      for (size_t k = 0; k < out_sizes[i].size(); ++k)
+        modules.back().outputs.push_back(ProbedTensor{out_sizes[i][k], out_dtypes[i][k]});
     }
     v.structure = ModelStructure(std::move(modules), std::move(events));
     v.structure.set_functions(std::move(functions));
+    v.structure.set_logits(std::move(logits));
   } catch (const cereal::Exception& e) {
     throw WorkerError(std::string("worker message: corrupt payload (") + e.what() + ")");
   }

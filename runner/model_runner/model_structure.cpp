@@ -29,6 +29,27 @@ void ModelStructure::index() {
 }
 
 namespace {
+std::vector<ProbedTensor> probed(const ModuleIO& io) {
+  std::vector<ProbedTensor> out;
+  for (const auto& t : io.items())
+    out.push_back(t.defined() ? ProbedTensor{t.sizes().vec(), static_cast<int8_t>(t.scalar_type())} : ProbedTensor());
+  return out;
+}
+
+nlohmann::json probed_json(const std::vector<ProbedTensor>& v) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& t : v) out.push_back(t.defined() ? nlohmann::json{{"shape", t.sizes}, {"dtype", t.dtype}} : nullptr);
+  return out;
+}
+
+std::vector<ProbedTensor> probed_from_json(const nlohmann::json& j) {
+  std::vector<ProbedTensor> out;
+  for (const auto& t : j)
+    out.push_back(t.is_null() ? ProbedTensor()
+                              : ProbedTensor{t.at("shape").get<std::vector<int64_t>>(), t.at("dtype").get<int8_t>()});
+  return out;
+}
+
 const char* row_level_name(batching::RowLevel r) {
   switch (r) {
     case batching::RowLevel::kPrompt:
@@ -50,8 +71,14 @@ nlohmann::json ModelStructure::to_json() const {
                     {"type", m.type_name},
                     {"tuple", m.output_tuple_size},
                     {"rows", row_level_name(m.row_level)},
-                    {"callable", m.callable}});
-  return {{"modules", mods}, {"events", events_}, {"functions", functions_}};
+                    {"callable", m.callable},
+                    {"inputs", probed_json(m.inputs)},
+                    {"outputs", probed_json(m.outputs)}});
+  return {{"modules", mods},
+          {"events", events_},
+          {"functions", functions_},
+          {"logits", logits_.defined() ? nlohmann::json{{"shape", logits_.sizes}, {"dtype", logits_.dtype}}
+                                       : nlohmann::json(nullptr)}};
 }
 
 ModelStructure ModelStructure::from_json(const nlohmann::json& j, const std::string& what) {
@@ -65,10 +92,15 @@ ModelStructure ModelStructure::from_json(const nlohmann::json& j, const std::str
                        : rows == "sequence" ? batching::RowLevel::kSequence
                                             : batching::RowLevel::kToken;
       info.callable = m.at("callable").get<bool>();
+      // Probed shapes (for scan); a server older than them sends none.
+      if (m.contains("inputs")) info.inputs = probed_from_json(m.at("inputs"));
+      if (m.contains("outputs")) info.outputs = probed_from_json(m.at("outputs"));
       modules.push_back(std::move(info));
     }
     ModelStructure s(std::move(modules), j.at("events").get<std::vector<std::string>>());
     s.set_functions(j.at("functions").get<std::vector<std::string>>());
+    if (j.contains("logits") && !j.at("logits").is_null())
+      s.set_logits(probed_from_json(nlohmann::json::array({j.at("logits")})).front());
     return s;
   } catch (const nlohmann::json::exception& e) {
     throw LoadError(what + ": malformed model structure: " + e.what());
@@ -89,13 +121,15 @@ ModelStructure ModelStructure::probe(CausalLM& model, std::vector<KVCache>& kv) 
       modules.back().row_level = batching::RowLevel::kSequence;
     modules.back().callable = m->callable();
     const std::string p = path;
-    handles.push_back(m->register_forward_pre_hook([&events, p](Module&, const ModuleIO&) {
+    handles.push_back(m->register_forward_pre_hook([&events, &modules, index, p](Module&, const ModuleIO& in) {
       events.push_back(ProviderKey::of_module(p, KeyKind::ModuleInput).str());
+      if (modules[index].inputs.empty()) modules[index].inputs = probed(in);
       return std::optional<ModuleIO>();
     }));
     handles.push_back(
         m->register_forward_hook([&events, &modules, index, p](Module&, const ModuleIO&, const ModuleIO& out) {
           events.push_back(ProviderKey::of_module(p, KeyKind::ModuleOutput).str());
+          if (modules[index].outputs.empty()) modules[index].outputs = probed(out);
           // Two tokens, one sampling row: a module whose rows are the sampling
           // rows runs after the last-token selection.
           if (modules[index].row_level == batching::RowLevel::kToken && !out.empty() && out.at(0).defined() &&
@@ -108,10 +142,11 @@ ModelStructure ModelStructure::probe(CausalLM& model, std::vector<KVCache>& kv) 
   // their points' events and row levels are recorded (and a hook point of
   // the wrong width fails start-up).
   for (AttachedModule* a : attached_modules(model)) handles.push_back(a->splice());
+  ProbedTensor logits;
   try {
     at::NoGradGuard no_grad;
     batching::SeqSlot slot;
-    slot.token_ids = {1, 1};
+    slot.token_ids = std::vector<int32_t>(kProbeTokens, 1);
     slot.block_table = {0};
     slot.sample = true;
     batching::FlatBatch batch = batching::flatten_slots({slot}, kv.front().block_size());
@@ -119,14 +154,17 @@ ModelStructure ModelStructure::probe(CausalLM& model, std::vector<KVCache>& kv) 
     at::Tensor ids = batch.token_ids.to(dev);
     batching::BatchMeta m = dev.is_cpu() ? batch.meta : batch.meta.to(dev);
     at::Tensor hidden = model.forward(ids, m, kv);
-    model.compute_logits(hidden, m.logits_rows);
+    const at::Tensor l = model.compute_logits(hidden, m.logits_rows);
+    logits = ProbedTensor{l.sizes().vec(), static_cast<int8_t>(l.scalar_type())};
   } catch (...) {
     for (auto& h : handles) h.remove();
     throw;
   }
   for (auto& h : handles) h.remove();
   for (KeyKind k : {KeyKind::Logits, KeyKind::Samples, KeyKind::Result}) events.push_back(ProviderKey{k, {}}.str());
-  return ModelStructure(std::move(modules), std::move(events));
+  ModelStructure s(std::move(modules), std::move(events));
+  s.set_logits(std::move(logits));
+  return s;
 }
 
 const ModuleInfo* ModelStructure::find_module(const std::string& path) const {

@@ -23,6 +23,15 @@
 
 namespace nnsight::runner {
 
+// A value's shape and dtype as the start-up probe saw it (a forward of
+// kProbeTokens tokens of one sequence): what a scan (LanguageModel::scan)
+// derives every step's shapes from.
+struct ProbedTensor {
+  std::vector<int64_t> sizes;
+  int8_t dtype = -1;  // a c10::ScalarType; -1: None (an undefined tuple element)
+  bool defined() const { return dtype >= 0; }
+};
+
 struct ModuleInfo {
   std::string path;               // Hugging Face dotted path ("" for the root)
   std::string type_name;          // "LlamaMLP", "Linear", ...
@@ -32,10 +41,15 @@ struct ModuleInfo {
   batching::RowLevel row_level = batching::RowLevel::kToken;
   // Whether a graph may run it on a tensor of its own (a `call` node; Module::callable).
   bool callable = false;
+  // Its positional inputs and its output (one, or a tuple's elements) in the
+  // probe's forward; empty when it did not run there.
+  std::vector<ProbedTensor> inputs, outputs;
 };
 
 class ModelStructure {
  public:
+  static constexpr int64_t kProbeTokens = 2;  // the probe's forward: two tokens of one sequence
+
   ModelStructure() = default;
   ModelStructure(std::vector<ModuleInfo> modules, std::vector<std::string> events);
 
@@ -69,11 +83,18 @@ class ModelStructure {
   void set_functions(std::vector<std::string> names) { functions_ = std::move(names); }
   bool has_function(const std::string& name) const;
 
+  // The logits the probe's LM-head pass produced ([1, vocab]).
+  const ProbedTensor& logits() const { return logits_; }
+  void set_logits(ProbedTensor t) { logits_ = std::move(t); }
+  // Mutable module entries, for decoders filling in the probed shapes.
+  std::vector<ModuleInfo>& mutable_modules() { return modules_; }
+
  private:
   void index();
   std::vector<ModuleInfo> modules_;
   std::vector<std::string> events_;
   std::vector<std::string> functions_;
+  ProbedTensor logits_;
   absl::flat_hash_map<ProviderKey, int64_t> order_;
   std::unordered_map<std::string, size_t> by_path_;
 };

@@ -9,6 +9,7 @@
 #include "front/remote/json_integer.h"
 #include "front/remote/model_config_json.h"
 #include "server/api_keys.h"
+#include "server/edit_registry.h"
 #include "server/http_error.h"
 #include "server/http_server.h"
 #include "server/json_body.h"
@@ -38,6 +39,7 @@ struct ModelServer::Impl {
   ApiKeys keys;
   std::unique_ptr<ReplicaSet> replicas;
   std::unique_ptr<TenantLimits> limits;
+  std::unique_ptr<EditRegistry> edits;
   std::unique_ptr<TraceService> traces;
   std::unique_ptr<OpenAiApi> openai;
   std::unique_ptr<HttpServer> http;
@@ -129,6 +131,24 @@ struct ModelServer::Impl {
       require(req, "POST");
       return openai->chat_completions(tenant, req, out);
     }
+    if (p == "/v1/edits" && req.method == "GET") return out.send(json_ok(edits->list(tenant)));
+    if (p == "/v1/edits") {
+      require(req, "POST");
+      return out.send(json_ok(edits->add(tenant, parse_json_body(req.body)), 201));
+    }
+    if (absl::StartsWith(p, "/v1/edits/")) {
+      const std::string name = p.substr(10);
+      if (req.method == "DELETE") {
+        edits->remove(tenant, name);
+        return out.send(json_ok({{"id", name}, {"object", "edit"}, {"deleted", true}}));
+      }
+      require(req, "GET");
+      return out.send(json_ok(edits->describe(tenant, name)));
+    }
+    if (p == "/v1/scan") {
+      require(req, "POST");
+      return out.send(json_ok(traces->scan(tenant, parse_json_body(req.body))));
+    }
     if (p == "/v1/traces" && req.method == "GET") return out.send(json_ok(traces->list(tenant)));
     if (p == "/v1/traces") {
       require(req, "POST");
@@ -184,7 +204,8 @@ ModelServer::ModelServer(ServeOptions options) : impl_(std::make_unique<Impl>())
   s.options.served_model_name = s.model_name;
   s.replicas = std::make_unique<ReplicaSet>(s.options);
   s.limits = std::make_unique<TenantLimits>(s.options.limits);
-  s.traces = std::make_unique<TraceService>(*s.replicas, *s.limits, s.options);
+  s.edits = std::make_unique<EditRegistry>(s.replicas->structure(), dsl::Limits());
+  s.traces = std::make_unique<TraceService>(*s.replicas, *s.limits, s.options, s.edits.get());
   s.openai = std::make_unique<OpenAiApi>(*s.replicas, *s.limits, s.options);
   HttpServerOptions h;
   h.host = s.options.host;

@@ -41,11 +41,11 @@ void take_prompt(const nlohmann::json& j, const std::string& where, runner::Requ
 }
 
 TraceRequest parse(const nlohmann::json& body, const runner::ModelStructure& structure, const dsl::Limits& limits,
-                   uint64_t trace_id) {
+                   uint64_t trace_id, const std::vector<dsl::Graph>& edits) {
   if (!body.is_object()) throw HttpError(400, "the body must be a JSON object");
   for (auto it = body.begin(); it != body.end(); ++it) {
     static const char* known[] = {"model",  "prompts",     "prompt_token_ids", "sampling_params",
-                                  "graphs", "graph_names", "invokes"};
+                                  "graphs", "graph_names", "invokes",          "edits"};
     bool ok = false;
     for (const char* k : known) ok = ok || it.key() == k;
     if (!ok) throw HttpError(400, "unknown field '" + it.key() + "' in the trace request (docs/server.md)");
@@ -72,7 +72,7 @@ TraceRequest parse(const nlohmann::json& body, const runner::ModelStructure& str
       out.max_tokens += in.params.max_tokens();
       requests.push_back(std::move(in));
     }
-    out.requests = tracing::prepare_recorded_trace(structure, std::move(requests), limits, trace_id);
+    out.requests = tracing::prepare_recorded_trace(structure, std::move(requests), limits, trace_id, edits);
     return out;
   }
 
@@ -115,7 +115,7 @@ TraceRequest parse(const nlohmann::json& body, const runner::ModelStructure& str
   for (const auto& p : prompts) out.prompts.push_back(p.prompt);
   out.max_tokens = params.max_tokens() * static_cast<int64_t>(prompts.size());
   tracing::PreparedGraphTrace prepared =
-      tracing::prepare_graph_trace(structure, std::move(prompts), graphs, params, trace_id);
+      tracing::prepare_graph_trace(structure, std::move(prompts), graphs, params, trace_id, edits);
   out.requests = std::move(prepared.requests);
   out.prompt_of = std::move(prepared.prompt_of);
   return out;
@@ -124,9 +124,9 @@ TraceRequest parse(const nlohmann::json& body, const runner::ModelStructure& str
 }  // namespace
 
 TraceRequest parse_trace_request(const nlohmann::json& body, const runner::ModelStructure& structure,
-                                 const dsl::Limits& limits, uint64_t trace_id) {
+                                 const dsl::Limits& limits, uint64_t trace_id, const std::vector<dsl::Graph>& edits) {
   try {
-    return parse(body, structure, limits, trace_id);
+    return parse(body, structure, limits, trace_id, edits);
   } catch (const HttpError&) {
     throw;
   } catch (const nlohmann::json::exception& e) {

@@ -16,6 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "dsl/graph.h"
 #include "dsl/limits.h"
 #include "runner/engine/engine.h"
 #include "runner/model_runner/model_structure.h"
@@ -30,7 +31,9 @@ struct TraceRequest {
 };
 
 // Throws HttpError 400 with the checks' own message (node, op, place).
+// `edits` (the request's named edits, EditRegistry) run first.
 TraceRequest parse_trace_request(const nlohmann::json& body, const runner::ModelStructure& structure,
-                                 const dsl::Limits& limits, uint64_t trace_id);
+                                 const dsl::Limits& limits, uint64_t trace_id,
+                                 const std::vector<dsl::Graph>& edits = {});
 
 }  // namespace nnsight::server

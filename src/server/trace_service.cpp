@@ -9,6 +9,8 @@
 #include "core/log.h"
 #include "front/trace_client/collect_trace_result.h"
 #include "front/trace_client/graph_trace.h"
+#include "dsl/dtype.h"
+#include "front/trace_client/scan_trace.h"
 #include "front/trace_client/submit_trace.h"
 #include "front/trace_client/trace_result_file.h"
 #include "front/trace_worker/trace_payload.h"
@@ -29,8 +31,9 @@ const char* state_name(int s) {
 
 }  // namespace
 
-TraceService::TraceService(ReplicaSet& replicas, TenantLimits& limits, const ServeOptions& options)
-    : replicas_(replicas), limits_(limits), options_(options) {
+TraceService::TraceService(ReplicaSet& replicas, TenantLimits& limits, const ServeOptions& options,
+                           const EditRegistry* edits)
+    : replicas_(replicas), limits_(limits), edits_(edits), options_(options) {
   completion_thread_ = std::thread([this] { completion_loop(); });
   watchdog_thread_ = std::thread([this] { watchdog_loop(); });
 }
@@ -77,13 +80,66 @@ std::shared_ptr<TraceService::Trace> TraceService::find(const std::string& tenan
   return it->second;
 }
 
+std::vector<dsl::Graph> TraceService::edits_of(const std::string& tenant, const nlohmann::json& body) const {
+  if (!body.is_object() || !body.contains("edits")) return {};
+  if (!edits_) throw HttpError(400, "\"edits\": this server keeps no named edits");
+  return edits_->graphs(tenant, body["edits"]);
+}
+
+namespace {
+nlohmann::json scanned_json(const ScannedValue& v) {
+  nlohmann::json j = nlohmann::json::object();
+  if (v.is_none) return nullptr;
+  if (v.is_tensor) {
+    j["shape"] = v.shape;
+    j["dtype"] = dsl::dtype_name(v.dtype);
+  } else if (!v.items.empty() || v.kind == "tuple" || v.kind == "list") {
+    j["items"] = nlohmann::json::array();
+    for (const auto& item : v.items) j["items"].push_back(scanned_json(item));
+  } else {
+    j["kind"] = v.kind;
+  }
+  return j;
+}
+}  // namespace
+
+nlohmann::json TraceService::scan(const std::string& tenant, const nlohmann::json& body) {
+  const std::vector<dsl::Graph> edits = edits_of(tenant, body);
+  TraceRequest req = parse_trace_request(body, replicas_.structure(), graph_limits_, tracing::next_trace_id(), edits);
+  std::vector<int64_t> tokens;
+  for (const auto& r : req.requests)
+    tokens.push_back(static_cast<int64_t>(r.prompt_token_ids.empty() ? replicas_.first().encode(r.prompt).size()
+                                                                     : r.prompt_token_ids.size()));
+  ScanResult s;
+  try {
+    s = tracing::scan_trace(replicas_.structure(), req.requests, tokens, static_cast<uint32_t>(edits.size()),
+                            graph_limits_);
+  } catch (const std::exception& e) {
+    throw HttpError(400, e.what());
+  }
+  nlohmann::json values = nlohmann::json::array();
+  for (const auto& v : s.values()) {
+    nlohmann::json j = scanned_json(v);
+    if (j.is_null()) j = {{"kind", "None"}};
+    j["invoke"] = v.invoke;
+    j["node"] = v.node;
+    j["what"] = v.what;
+    j["where"] = v.where;
+    values.push_back(std::move(j));
+  }
+  nlohmann::json saves = nlohmann::json::object();
+  for (const auto& [name, v] : s.saves()) saves[name] = scanned_json(v);
+  return {{"object", "scan"}, {"values", values}, {"saves", saves}};
+}
+
 std::string TraceService::submit(const std::string& tenant, const nlohmann::json& body) {
   if (body.contains("model") && body["model"].is_string() && !options_.served_model_name.empty() &&
       body["model"].get<std::string>() != options_.served_model_name)
     throw HttpError(
         404, "this server serves '" + options_.served_model_name + "', not '" + body["model"].get<std::string>() + "'");
   if (shutting_down_) throw HttpError(503, "the server is shutting down");
-  TraceRequest req = parse_trace_request(body, replicas_.structure(), graph_limits_, tracing::next_trace_id());
+  TraceRequest req =
+      parse_trace_request(body, replicas_.structure(), graph_limits_, tracing::next_trace_id(), edits_of(tenant, body));
   // The workers count the saves as they are made: the save that crosses the
   // limit fails the trace at its step. The payload bytes pass through as the
   // checks above read them; only sampling params change.

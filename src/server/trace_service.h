@@ -23,6 +23,7 @@
 #include <nlohmann/json.hpp>
 
 #include "dsl/limits.h"
+#include "server/edit_registry.h"
 #include "server/replica_set.h"
 #include "server/serve_options.h"
 #include "server/tenant_limits.h"
@@ -31,11 +32,14 @@ namespace nnsight::server {
 
 class TraceService {
  public:
-  TraceService(ReplicaSet& replicas, TenantLimits& limits, const ServeOptions& options);
+  // `edits`: the named edits a trace may apply ("edits": [...]); null: none.
+  TraceService(ReplicaSet& replicas, TenantLimits& limits, const ServeOptions& options,
+               const EditRegistry* edits = nullptr);
   ~TraceService();  // cancels what runs and joins its threads
 
-  // Checks and queues a POST /v1/traces body; returns the trace id. Throws
-  // HttpError: 400 for what the static checks find, 429 over a key's limits.
+  // Checks and queues a POST /v1/traces body; returns the trace id. Its
+  // "edits" (names of the key's edits) run first. Throws HttpError: 400 for
+  // what the static checks find or an unknown edit, 429 over a key's limits.
   std::string submit(const std::string& tenant, const nlohmann::json& body);
   // {"id", "object": "trace", "state": queued|running|done|failed|cancelled,
   //  "step", "created", "error"?, "saves_bytes"?, "texts"?}; HttpError 404.
@@ -49,6 +53,14 @@ class TraceService {
   // shutting down, 410 cancelled.
   std::string saves(const std::string& tenant, const std::string& id, bool wait,
                     const std::function<bool()>& client_gone);
+  // POST /v1/scan: the shapes and dtypes of every value the trace the body
+  // describes (the same body as POST /v1/traces, "edits" included) would
+  // touch, found without running the model (front/trace_client/scan_trace.h):
+  // {"object": "scan", "values": [{"invoke", "node", "what", "where",
+  // "shape", "dtype"} | {..., "items": [...]} | {..., "kind"}], "saves":
+  // {name: value}}. HttpError 400 with a real trace's message for what it
+  // would fail on (static checks, shapes).
+  nlohmann::json scan(const std::string& tenant, const nlohmann::json& body);
   // The key's traces, newest first: {"object": "list", "data": [status...]}.
   nlohmann::json list(const std::string& tenant) const;
   // Cancels a queued or running trace; HttpError 404.
@@ -86,6 +98,7 @@ class TraceService {
     std::exception_ptr error;
   };
 
+  std::vector<dsl::Graph> edits_of(const std::string& tenant, const nlohmann::json& body) const;
   void start(const std::shared_ptr<Trace>& t, std::vector<runner::RequestInput> requests);
   void complete(Completion c);
   void completion_loop();
@@ -96,6 +109,7 @@ class TraceService {
 
   ReplicaSet& replicas_;
   TenantLimits& limits_;
+  const EditRegistry* edits_;
   ServeOptions options_;
   dsl::Limits graph_limits_;
   mutable std::mutex mu_;

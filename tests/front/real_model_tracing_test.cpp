@@ -27,6 +27,27 @@ TEST(RealModelTracing, EiffelTowerLogitsSayParis) {
   EXPECT_EQ(lm().decode({static_cast<int32_t>(top)}), " Paris");
 }
 
+// Scan on the default model (GQA attention, a packed GGUF): the shapes and
+// dtypes a real trace of the same body saves, text prompt tokenized as the
+// engine does, a later step included.
+TEST(RealModelTracing, ScanReportsWhatTheTraceSaves) {
+  Saved pattern, q, h, logits, later;
+  auto body = [&](Tracer& t) {
+    Envoy attn = lm().envoy("model.layers.3.self_attn");
+    q = attn["q"].output().save();
+    pattern = attn["pattern"].output().save();
+    h = (lm().envoy("model.layers.5").output() * 2).save();
+    logits = lm().logits().save();
+    t.iter(1, 2, [&](const Step&) { later = attn["pattern"].output().save(); });
+  };
+  ScanResult s = lm().scan(kEiffel, greedy(2), body);
+  TraceResult r = lm().trace(kEiffel, greedy(2), body);
+  for (const Saved* v : {&pattern, &q, &h, &logits, &later}) {
+    EXPECT_EQ(s[*v].shape, r[*v].sizes().vec()) << v->name() << ": " << s[*v].describe();
+    EXPECT_EQ(s[*v].dtype, r[*v].scalar_type()) << v->name();
+  }
+}
+
 TEST(RealModelTracing, IterationMatchesGeneratedTokens) {
   Saved logits, every;
   auto out = lm().trace(kEiffel, greedy(3),

@@ -8,6 +8,7 @@
 #include "dsl/errors.h"
 #include "dsl/validate.h"
 #include "front/trace_client/submit_trace.h"
+#include "front/trace_worker/persistent_edits.h"
 #include "front/trace_worker/schedule_check.h"
 #include "front/trace_worker/trace_payload.h"
 #include "runner/engine/async_engine.h"
@@ -59,7 +60,8 @@ uint64_t next_trace_id() { return g_next_trace.fetch_add(1); }
 
 PreparedGraphTrace prepare_graph_trace(const runner::ModelStructure& structure,
                                        std::vector<runner::RequestInput> prompts, const std::vector<GraphFile>& graphs,
-                                       const SamplingParams& params, uint64_t trace_id) {
+                                       const SamplingParams& params, uint64_t trace_id,
+                                       const std::vector<dsl::Graph>& edits) {
   // The prompts of each invoke.
   const std::vector<std::vector<size_t>> groups = invoke_prompts(graphs, prompts.size());
   params.validate();
@@ -92,7 +94,13 @@ PreparedGraphTrace prepare_graph_trace(const runner::ModelStructure& structure,
                          " is already used at " + it->second);
     }
   }
+  // The trace's invokes come after its edits (edit k is invoke k).
+  const auto num_edits = static_cast<uint32_t>(edits.size());
+  std::vector<dsl::Graph> numbered_edits = edits;
+  for (uint32_t k = 0; k < num_edits; ++k) numbered_edits[k].invoke = k;
+  for (auto& g : mains) shift_invokes(g, num_edits);
   std::vector<const dsl::Graph*> ptrs;
+  for (const auto& g : numbered_edits) ptrs.push_back(&g);
   for (const auto& g : mains) ptrs.push_back(&g);
   try {
     dsl::validate_trace(ptrs);
@@ -107,11 +115,14 @@ PreparedGraphTrace prepare_graph_trace(const runner::ModelStructure& structure,
     for (size_t k = 0; k < groups[i].size(); ++k) {
       TracePayload p;
       p.num_requests = static_cast<uint32_t>(prompts.size());
-      p.num_invokes = static_cast<uint32_t>(groups.size());
+      p.num_invokes = num_edits + static_cast<uint32_t>(groups.size());
       if (k == 0) p.graphs.push_back(PayloadGraph{GraphRole::kInvoke, mains[i]});
+      // The edits ride on the trace's first request.
+      if (i == 0 && k == 0)
+        for (const auto& e : numbered_edits) p.graphs.push_back(PayloadGraph{GraphRole::kPromptless, e});
       runner::RequestInput in = std::move(prompts[groups[i][k]]);
       in.params = params;
-      make_traced(in.params, p, trace_id, static_cast<int32_t>(i));
+      make_traced(in.params, p, trace_id, static_cast<int32_t>(num_edits + i));
       out.requests.push_back(std::move(in));
       out.prompt_of.push_back(groups[i][k]);
     }

@@ -35,14 +35,16 @@ TraceResult run_graph_trace(LLM& llm, const std::vector<std::string>& prompts, c
 // save names, the schedule against `structure`), with trace id `trace_id`
 // (next_trace_id()). `prompts[i]` holds prompt i's text or token ids. The
 // requests of one invoke are contiguous; prompt_of[r] is request r's prompt.
-// Throws TraceError.
+// Throws TraceError. `edits` (persistent edits, front/trace_worker/persistent_edits.h,
+// already checked) run first, as invokes without a prompt.
 struct PreparedGraphTrace {
   std::vector<runner::RequestInput> requests;
   std::vector<size_t> prompt_of;
 };
 PreparedGraphTrace prepare_graph_trace(const runner::ModelStructure& structure,
                                        std::vector<runner::RequestInput> prompts, const std::vector<GraphFile>& graphs,
-                                       const SamplingParams& params, uint64_t trace_id);
+                                       const SamplingParams& params, uint64_t trace_id,
+                                       const std::vector<dsl::Graph>& edits = {});
 // A trace id for graphs run as data (far from the ones LanguageModel counts
 // up from 1, so both may share an engine).
 uint64_t next_trace_id();

@@ -6,27 +6,54 @@
 #include <nnsight/llm.hpp>
 
 #include <atomic>
+#include <mutex>
 
 #include "front/trace_client/local_trace_backend.h"
 #include "front/trace_client/remote_trace_backend.h"
+#include "front/trace_client/scan_trace.h"
 #include "front/trace_client/trace_recorder.h"
 
 namespace nnsight {
 
 struct LanguageModel::Impl {
-  std::unique_ptr<tracing::TraceBackend> backend;
-  std::atomic<uint64_t> next_trace{1};
+  // Shared by the models edit() makes from this one (one engine, one trace
+  // id counter: trace ids are unique per engine).
+  std::shared_ptr<tracing::TraceBackend> backend;
+  std::shared_ptr<std::atomic<uint64_t>> next_trace = std::make_shared<std::atomic<uint64_t>>(1);
+  // This model's persistent edits, in the order they were made.
+  mutable std::mutex edits_mu;
+  std::vector<dsl::Graph> edits;
 
   const runner::ModelStructure& structure() const { return backend->structure(); }
+
+  std::vector<dsl::Graph> edits_now() const {
+    std::lock_guard<std::mutex> lock(edits_mu);
+    return edits;
+  }
+
+  // Records an edit's body in this thread: one invoke without a prompt.
+  dsl::Graph record_edit(const Body& body, const SourceLoc& loc) {
+    if (tracing::TraceRecorder::current())
+      throw TraceError(loc.str() + ": an edit cannot be made inside a trace's body");
+    SamplingParams params;
+    tracing::TraceRecorder rec(structure(), params, next_trace->fetch_add(1));
+    tracing::TraceRecorder::Scope scope(&rec);
+    Tracer tracer(rec);
+    rec.run_invoke(
+        false, "", {}, params, [&] { body(tracer); }, loc);
+    return rec.finish_edit(loc);
+  }
 
   // Runs the body in this thread, recording; returns the requests to submit.
   std::vector<runner::RequestInput> record(bool implicit, bool has_prompt, const std::string& prompt,
                                            const std::vector<int32_t>& ids, const SamplingParams& params,
-                                           const Body& body, const SourceLoc& loc) {
+                                           const Body& body, const SourceLoc& loc, uint32_t* num_edits = nullptr) {
     params.validate();
     if (tracing::TraceRecorder::current())
       throw TraceError(loc.str() + ": a trace cannot be started inside another trace's body");
-    tracing::TraceRecorder rec(structure(), params, next_trace.fetch_add(1));
+    std::vector<dsl::Graph> trace_edits = edits_now();
+    if (num_edits) *num_edits = static_cast<uint32_t>(trace_edits.size());
+    tracing::TraceRecorder rec(structure(), params, next_trace->fetch_add(1), std::move(trace_edits));
     tracing::TraceRecorder::Scope scope(&rec);
     Tracer tracer(rec);
     if (implicit) {
@@ -39,6 +66,15 @@ struct LanguageModel::Impl {
   }
 
   TraceFuture submit(std::vector<runner::RequestInput> requests) { return backend->submit(std::move(requests)); }
+
+  // The recorded requests' graphs on meta tensors (front/trace_client/scan_trace.h).
+  ScanResult scan(std::vector<runner::RequestInput> requests, uint32_t num_edits) const {
+    std::vector<int64_t> tokens;
+    for (const auto& r : requests)
+      tokens.push_back(static_cast<int64_t>(r.prompt_token_ids.empty() ? backend->encode(r.prompt, true).size()
+                                                                       : r.prompt_token_ids.size()));
+    return tracing::scan_trace(structure(), requests, tokens, num_edits, dsl::Limits());
+  }
 };
 
 LanguageModel::LanguageModel(const EngineArgs& args) : impl_(std::make_unique<Impl>()) {
@@ -48,7 +84,36 @@ LanguageModel::LanguageModel(const EngineArgs& args) : impl_(std::make_unique<Im
     impl_->backend = std::make_unique<tracing::LocalTraceBackend>(args);
 }
 
+LanguageModel::LanguageModel(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 LanguageModel::~LanguageModel() = default;
+LanguageModel::LanguageModel(LanguageModel&&) noexcept = default;
+LanguageModel& LanguageModel::operator=(LanguageModel&&) noexcept = default;
+
+LanguageModel LanguageModel::edit(const Body& body, CallSite site) const {
+  dsl::Graph g = impl_->record_edit(body, site.loc());
+  auto impl = std::make_unique<Impl>();
+  impl->backend = impl_->backend;
+  impl->next_trace = impl_->next_trace;
+  impl->edits = impl_->edits_now();
+  impl->edits.push_back(std::move(g));
+  return LanguageModel(std::move(impl));
+}
+
+void LanguageModel::edit_inplace(const Body& body, CallSite site) {
+  dsl::Graph g = impl_->record_edit(body, site.loc());
+  std::lock_guard<std::mutex> lock(impl_->edits_mu);
+  impl_->edits.push_back(std::move(g));
+}
+
+void LanguageModel::clear_edits() {
+  std::lock_guard<std::mutex> lock(impl_->edits_mu);
+  impl_->edits.clear();
+}
+
+size_t LanguageModel::num_edits() const {
+  std::lock_guard<std::mutex> lock(impl_->edits_mu);
+  return impl_->edits.size();
+}
 
 LLM& LanguageModel::llm() { return impl_->backend->llm(); }
 
@@ -88,6 +153,27 @@ TraceFuture LanguageModel::submit(const std::string& prompt, const SamplingParam
 
 TraceFuture LanguageModel::submit(const SamplingParams& params, const Body& body, CallSite site) {
   return impl_->submit(impl_->record(false, false, "", {}, params, body, site.loc()));
+}
+
+ScanResult LanguageModel::scan(const std::string& prompt, const SamplingParams& params, const Body& body,
+                               CallSite site) const {
+  uint32_t edits = 0;
+  auto requests = impl_->record(true, true, prompt, {}, params, body, site.loc(), &edits);
+  return impl_->scan(std::move(requests), edits);
+}
+
+ScanResult LanguageModel::scan(const std::vector<int32_t>& ids, const SamplingParams& params, const Body& body,
+                               CallSite site) const {
+  if (ids.empty()) throw TraceError(site.loc().str() + ": the prompt token ids are empty");
+  uint32_t edits = 0;
+  auto requests = impl_->record(true, true, "", ids, params, body, site.loc(), &edits);
+  return impl_->scan(std::move(requests), edits);
+}
+
+ScanResult LanguageModel::scan(const SamplingParams& params, const Body& body, CallSite site) const {
+  uint32_t edits = 0;
+  auto requests = impl_->record(false, false, "", {}, params, body, site.loc(), &edits);
+  return impl_->scan(std::move(requests), edits);
 }
 
 Envoy LanguageModel::envoy(const std::string& path, CallSite site) const {

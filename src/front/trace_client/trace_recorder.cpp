@@ -6,6 +6,7 @@
 #include <nnsight/error.hpp>
 
 #include "dsl/node.h"
+#include "front/trace_worker/persistent_edits.h"
 #include "front/trace_worker/schedule_check.h"
 #include "front/trace_worker/trace_payload.h"
 
@@ -19,8 +20,11 @@ TraceRecorder* TraceRecorder::current() { return g_current; }
 TraceRecorder::Scope::Scope(TraceRecorder* r) : prev_(g_current) { g_current = r; }
 TraceRecorder::Scope::~Scope() { g_current = prev_; }
 
-TraceRecorder::TraceRecorder(const runner::ModelStructure& structure, SamplingParams params, uint64_t trace_id)
-    : structure_(structure), params_(std::move(params)), trace_id_(trace_id) {}
+TraceRecorder::TraceRecorder(const runner::ModelStructure& structure, SamplingParams params, uint64_t trace_id,
+                             std::vector<dsl::Graph> edits)
+    : structure_(structure), params_(std::move(params)), trace_id_(trace_id), edits_(std::move(edits)) {
+  for (size_t k = 0; k < edits_.size(); ++k) edits_[k].invoke = static_cast<uint32_t>(k);
+}
 
 void TraceRecorder::run_invoke(bool has_prompt, std::string prompt, std::vector<int32_t> ids,
                                const SamplingParams& params, const std::function<void()>& body, const SourceLoc& loc) {
@@ -123,7 +127,13 @@ std::vector<runner::RequestInput> TraceRecorder::finish(const SourceLoc& loc) {
     collect(mains[i]);
     for (const auto& a : aux[i]) collect(a);
   }
+  // The trace's invokes come after its edits (their mediators run first).
+  const auto num_edits = static_cast<uint32_t>(edits_.size());
+  for (auto& g : mains) shift_invokes(g, num_edits);
+  for (auto& list : aux)
+    for (auto& a : list) shift_invokes(a, num_edits);
   std::vector<const dsl::Graph*> ptrs;
+  for (const auto& g : edits_) ptrs.push_back(&g);
   for (const auto& g : mains) ptrs.push_back(&g);
   check_trace(ptrs, structure_);
   for (const auto& list : aux)
@@ -139,11 +149,12 @@ std::vector<runner::RequestInput> TraceRecorder::finish(const SourceLoc& loc) {
     if (!inv.has_prompt) continue;
     TracePayload p;
     p.num_requests = num_requests;
-    p.num_invokes = static_cast<uint32_t>(invokes_.size());
+    p.num_invokes = num_edits + static_cast<uint32_t>(invokes_.size());
     p.graphs.push_back(PayloadGraph{GraphRole::kInvoke, mains[i]});
     for (const auto& a : aux[i]) p.graphs.push_back(PayloadGraph{GraphRole::kAuxiliary, a});
     if (first) {
-      // Invokes without a prompt ride on the trace's first request.
+      // Edits and invokes without a prompt ride on the trace's first request.
+      for (const auto& e : edits_) p.graphs.push_back(PayloadGraph{GraphRole::kPromptless, e});
       for (size_t j = 0; j < invokes_.size(); ++j)
         if (!invokes_[j].has_prompt) p.graphs.push_back(PayloadGraph{GraphRole::kPromptless, mains[j]});
       first = false;
@@ -152,7 +163,7 @@ std::vector<runner::RequestInput> TraceRecorder::finish(const SourceLoc& loc) {
     in.prompt = inv.prompts[0];
     in.prompt_token_ids = inv.prompts_token_ids[0];
     in.params = inv.params;
-    make_traced(in.params, p, trace_id_, static_cast<int32_t>(i));
+    make_traced(in.params, p, trace_id_, static_cast<int32_t>(num_edits + i));
     requests.push_back(std::move(in));
     // Its further prompts: requests of the same invoke without graphs (they
     // run on the first's mediators, which see every prompt's rows).
@@ -164,12 +175,21 @@ std::vector<runner::RequestInput> TraceRecorder::finish(const SourceLoc& loc) {
       extra.prompt = inv.prompts[k];
       extra.prompt_token_ids = inv.prompts_token_ids[k];
       extra.params = inv.params;
-      make_traced(extra.params, more, trace_id_, static_cast<int32_t>(i));
+      make_traced(extra.params, more, trace_id_, static_cast<int32_t>(num_edits + i));
       requests.push_back(std::move(extra));
     }
   }
   share_gradients(requests);
   return requests;
+}
+
+dsl::Graph TraceRecorder::finish_edit(const SourceLoc& loc) {
+  TORCH_CHECK(invokes_.size() == 1 && !invokes_[0].has_prompt, "an edit records one invoke without a prompt");
+  if (!invokes_[0].auxiliary.empty())
+    throw TraceError(loc.str() + ": an edit cannot use tracer.cache() (an edit cannot save: cache in the trace)");
+  dsl::Graph g = invokes_[0].builder->finish();
+  check_edit(g, structure_, "the edit");
+  return g;
 }
 
 }  // namespace nnsight::tracing

@@ -22,7 +22,10 @@ namespace nnsight::tracing {
 
 class TraceRecorder {
  public:
-  TraceRecorder(const runner::ModelStructure& structure, SamplingParams params, uint64_t trace_id);
+  // `edits`: the persistent edits (LanguageModel::edit) the trace runs first,
+  // as its invokes 0..edits.size()-1 (front/trace_worker/persistent_edits.h).
+  TraceRecorder(const runner::ModelStructure& structure, SamplingParams params, uint64_t trace_id,
+                std::vector<dsl::Graph> edits = {});
 
   struct Invoke {
     std::shared_ptr<dsl::GraphBuilder> builder;
@@ -77,11 +80,15 @@ class TraceRecorder {
   // Finishes every graph, runs the static checks, and builds one request per
   // invoke with a prompt. Throws TraceError.
   std::vector<runner::RequestInput> finish(const SourceLoc& loc);
+  // The graph of an edit's body: one invoke without a prompt, checked as an
+  // edit (no saves, no cache). Throws TraceError.
+  dsl::Graph finish_edit(const SourceLoc& loc);
 
  private:
   const runner::ModelStructure& structure_;
   SamplingParams params_;
   uint64_t trace_id_;
+  std::vector<dsl::Graph> edits_;
   std::vector<Invoke> invokes_;
   int64_t open_ = -1;
   int cache_count_ = 0;

@@ -8,6 +8,7 @@
 
 #include "dsl/errors.h"
 #include "dsl/validate.h"
+#include "front/trace_worker/persistent_edits.h"
 #include "front/trace_worker/schedule_check.h"
 #include "front/trace_worker/trace_payload.h"
 
@@ -15,7 +16,8 @@ namespace nnsight::tracing {
 
 std::vector<runner::RequestInput> prepare_recorded_trace(const runner::ModelStructure& structure,
                                                          std::vector<runner::RequestInput> requests,
-                                                         const dsl::Limits& limits, uint64_t trace_id) {
+                                                         const dsl::Limits& limits, uint64_t trace_id,
+                                                         const std::vector<dsl::Graph>& edits) {
   if (requests.empty()) throw TraceError("a trace needs at least one request");
   std::vector<TracePayload> payloads;
   for (size_t i = 0; i < requests.size(); ++i) {
@@ -79,7 +81,9 @@ std::vector<runner::RequestInput> prepare_recorded_trace(const runner::ModelStru
     for (const auto& g : p.graphs)
       if (g.role == GraphRole::kAuxiliary) check_graph(g.graph, structure);
 
-  // The payload bytes were checked above and pass through as they came.
+  // The payload bytes were checked above and pass through as they came
+  // (with edits, they are written again with the edits first).
+  add_edits(payloads, requests, edits);
   for (size_t i = 0; i < requests.size(); ++i)
     apply_trace_policy(requests[i].params, payloads[i], trace_id, requests[i].params.invoke_index());
   share_gradients(requests);

@@ -5,6 +5,8 @@
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include "runner/executor/worker_error.h"
 
 namespace nnsight {
@@ -121,8 +123,23 @@ TEST(Wire, WorkerInitAndReadyRoundTrip) {
   ready.structure = runner::ModelStructure(
       {{"model.norm", "RMSNorm", 0, batching::RowLevel::kToken}, {"lm_head", "Linear", 0, batching::RowLevel::kPrompt}},
       {"model.norm.input", "model.norm.output", "lm_head.input", "lm_head.output", "logits"});
+  ready.structure.mutable_modules()[0].inputs = {runner::ProbedTensor{{2, 32}, static_cast<int8_t>(at::kFloat)}};
+  ready.structure.mutable_modules()[0].outputs = {runner::ProbedTensor{{2, 32}, static_cast<int8_t>(at::kBFloat16)},
+                                                  runner::ProbedTensor()};
+  ready.structure.set_logits(runner::ProbedTensor{{1, 99}, static_cast<int8_t>(at::kFloat)});
   runner::WorkerReady back;
   runner::decode(runner::encode(ready), back);
+  // The probed shapes (scan) cross the wire and the server's JSON.
+  for (const runner::ModelStructure& s :
+       {back.structure, runner::ModelStructure::from_json(ready.structure.to_json(), "json")}) {
+    ASSERT_EQ(s.modules()[0].outputs.size(), 2u);
+    EXPECT_EQ(s.modules()[0].outputs[0].sizes, (std::vector<int64_t>{2, 32}));
+    EXPECT_EQ(s.modules()[0].outputs[0].dtype, static_cast<int8_t>(at::kBFloat16));
+    EXPECT_FALSE(s.modules()[0].outputs[1].defined());
+    EXPECT_EQ(s.modules()[0].inputs[0].sizes, (std::vector<int64_t>{2, 32}));
+    EXPECT_TRUE(s.modules()[1].outputs.empty());
+    EXPECT_EQ(s.logits().sizes, (std::vector<int64_t>{1, 99}));
+  }
   EXPECT_EQ(back.num_kv_blocks, 12);
   EXPECT_EQ(back.config.vocab_size, 99);
   ASSERT_EQ(back.structure.modules().size(), 2u);

@@ -1,5 +1,6 @@
 #include "runner/model_runner/model_structure.h"
 
+#include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
 #include "support/tiny_engine.h"
@@ -27,6 +28,15 @@ TEST(ModelStructure, EventsFollowExecutionOrder) {
   ASSERT_NE(s.find_module("model.layers.1.self_attn"), nullptr);
   EXPECT_EQ(s.find_module("model.layers.1.self_attn")->output_tuple_size, 2);
   EXPECT_EQ(s.find_module("model.layers.1.self_attn")->type_name, "LlamaAttention");
+  // What a scan derives shapes from: each value as the probe's two tokens saw it.
+  const runner::ModuleInfo* attn = s.find_module("model.layers.1.self_attn");
+  ASSERT_EQ(attn->outputs.size(), 2u);
+  EXPECT_EQ(attn->outputs[0].sizes, (std::vector<int64_t>{2, 32}));
+  EXPECT_EQ(attn->outputs[0].dtype, static_cast<int8_t>(at::kFloat));
+  EXPECT_FALSE(attn->outputs[1].defined());  // (attn_output, None)
+  EXPECT_EQ(s.find_module("lm_head")->outputs[0].sizes, (std::vector<int64_t>{1, 97}));
+  EXPECT_EQ(s.find_module("model.embed_tokens")->inputs[0].sizes, (std::vector<int64_t>{2}));
+  EXPECT_EQ(s.logits().sizes, (std::vector<int64_t>{1, 97}));
   // The probe leaves no hooks behind.
   for (auto& [p, m] : model->named_hookable_modules()) EXPECT_FALSE(m->has_hooks()) << p;
 }
