@@ -51,7 +51,11 @@ constexpr int64_t kBlockRows = 64;
 // A thread is woken only for about this much work (ns), as in packed_linear.
 constexpr double kMinThreadWorkNs = 4000.0;
 // The tiles ask for the weights two tiles ahead of each row, within these
-// bounds (bytes); packed_linear's fused tiles measured the same rule.
+// bounds (bytes), as packed_linear's fused tiles do, but into L2 (prefetcht1),
+// not L1: a Q8_0 [49152, 576] matrix from memory at one row, one thread
+// (Zen 4 VM), read at 10.1-10.4 GB/s with prefetcht0 and at any distance
+// from 1 to 20 KB ahead, at 21 GB/s with prefetcht1 (15.8 with t2, 9.9 nta,
+// 1.5 with none); packed_linear's float tiles read it at 15 GB/s.
 constexpr int64_t kPrefetchTiles = 2;
 constexpr int64_t kMinPrefetchBytes = 1024, kMaxPrefetchBytes = int64_t(64) << 10;
 
@@ -103,16 +107,28 @@ NNSIGHT_Q8_TARGET void round_row(const float* x, int64_t K, uint8_t flip, uint8_
   }
 }
 
-// Word indices into two 64-byte loads of 4 Q4_1 blocks (80 bytes): the 16
-// nibble bytes of block j (bytes 20j + 4..19, words 10j + 2..9) to bytes
-// 16j..16j+15; and d of block l / 4 (word 10 (l / 4)) to word l, its m (word
-// 10 (l / 4) + 1) to word 16 + l.
+// The weights of a group of 4 blocks are read by 64-byte loads that lie
+// inside the group (a load reaching past it, masked or not, made the Q8_0
+// tiles 2-7x slower from memory: a masked load that touches the next page is
+// slow on Zen 4); only the last group of a row, when it has fewer blocks,
+// takes masked loads of its own bytes. The bytes [off, off + 64) of a
+// group's `bytes` that lie inside it:
+inline __mmask64 load_mask(int64_t bytes, int64_t off) {
+  if (off >= bytes) return 0;
+  return bytes - off >= 64 ? ~__mmask64(0) : (__mmask64(1) << (bytes - off)) - 1;
+}
+
+// Word indices into the loads of 4 Q4_1 blocks (80 bytes) at 0 and 16: the
+// 16 nibble bytes of block j (bytes 20j + 4..19: words 10j + 2.. of the
+// first load for j < 3, words 24.. of the second for j = 3) to bytes
+// 16j..16j+15; and d of block l / 4 (word 10 (l / 4) of the first) to word
+// l, its m (word 10 (l / 4) + 1) to word 16 + l.
 struct Q41Tables {
   alignas(64) uint16_t nibbles[32];
   alignas(64) uint16_t scales[32];
   Q41Tables() {
     for (int j = 0; j < 4; ++j)
-      for (int u = 0; u < 8; ++u) nibbles[8 * j + u] = static_cast<uint16_t>(10 * j + 2 + u);
+      for (int u = 0; u < 8; ++u) nibbles[8 * j + u] = static_cast<uint16_t>(j < 3 ? 10 * j + 2 + u : 32 + 24 + u);
     for (int l = 0; l < 16; ++l) {
       scales[l] = static_cast<uint16_t>(10 * (l / 4));
       scales[16 + l] = static_cast<uint16_t>(10 * (l / 4) + 1);
@@ -137,15 +153,15 @@ NNSIGHT_Q8_TARGET void q4_1_tile(const uint8_t* const* xq, const uint8_t* const*
   const int64_t groups = (nb + 3) / 4;
   for (int64_t g = 0; g < groups; ++g) {
     const int64_t bytes = std::min<int64_t>(4, nb - 4 * g) * kQ41Bytes;
-    const __mmask64 m0 = bytes >= 64 ? ~__mmask64(0) : (__mmask64(1) << bytes) - 1;
-    const __mmask64 m1 = bytes > 64 ? (__mmask64(1) << (bytes - 64)) - 1 : 0;
+    const bool whole = bytes == 4 * kQ41Bytes;
+    const __mmask64 m0 = load_mask(bytes, 0), m1 = load_mask(bytes, 16);
 #pragma GCC unroll 4
     for (int r = 0; r < kCols; ++r) {
       const uint8_t* p = w[r] + g * 4 * kQ41Bytes;
-      _mm_prefetch(reinterpret_cast<const char*>(p + prefetch), _MM_HINT_T0);
-      _mm_prefetch(reinterpret_cast<const char*>(p + prefetch + 64), _MM_HINT_T0);
-      const __m512i v0 = _mm512_maskz_loadu_epi8(m0, p);
-      const __m512i v1 = _mm512_maskz_loadu_epi8(m1, p + 64);
+      _mm_prefetch(reinterpret_cast<const char*>(p + prefetch), _MM_HINT_T1);
+      _mm_prefetch(reinterpret_cast<const char*>(p + prefetch + 64), _MM_HINT_T1);
+      const __m512i v0 = whole ? _mm512_loadu_si512(p) : _mm512_maskz_loadu_epi8(m0, p);
+      const __m512i v1 = whole ? _mm512_loadu_si512(p + 16) : _mm512_maskz_loadu_epi8(m1, p + 16);
       const __m512i nib = _mm512_permutex2var_epi16(v0, nib_idx, v1);
       const __m512i lo = _mm512_and_si512(nib, low4);
       const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(nib, 4), low4);
@@ -169,26 +185,24 @@ NNSIGHT_Q8_TARGET void q4_1_tile(const uint8_t* const* xq, const uint8_t* const*
     for (int r = 0; r < kCols; ++r) res[i * kCols + r] = _mm512_reduce_add_ps(acc[i][r]);
 }
 
-// Word indices into 64-byte loads of 4 Q8_0 blocks (136 bytes: f16 d and 32
-// int8 per block): elements 0-15 of block j (bytes 34j + 2..17, words
-// 17j + 1..8) to bytes 16j..16j+15 of the loads at 0 and 64; the same
-// indices pick elements 16-31 from the loads at 16 and 80. And d of block
-// l / 4 (word 17 (l / 4)) to word l.
+// Word indices into the loads of 4 Q8_0 blocks (136 bytes: f16 d and 32
+// int8 per block) at 0 and 64: elements 0-15 of block j (bytes 34j + 2..17,
+// words 17j + 1..8) to bytes 16j..16j+15, and d of block l / 4 (word
+// 17 (l / 4)) to word l; into the loads at 8 and 72: elements 16-31 of
+// block j (bytes 34j + 18..33) to bytes 16j..16j+15.
 struct Q80Tables {
-  alignas(64) uint16_t elems[32];
+  alignas(64) uint16_t lo[32];
+  alignas(64) uint16_t hi[32];
   alignas(64) uint16_t scales[32] = {};
   Q80Tables() {
     for (int j = 0; j < 4; ++j)
-      for (int u = 0; u < 8; ++u) elems[8 * j + u] = static_cast<uint16_t>(17 * j + 1 + u);
+      for (int u = 0; u < 8; ++u) {
+        lo[8 * j + u] = static_cast<uint16_t>(17 * j + 1 + u);
+        hi[8 * j + u] = static_cast<uint16_t>((34 * j + 18 - (j < 2 ? 8 : 72 - 64)) / 2 + u);
+      }
     for (int l = 0; l < 16; ++l) scales[l] = static_cast<uint16_t>(17 * (l / 4));
   }
 };
-
-// The bytes [off, off + 64) of a group's `bytes` that lie inside it.
-inline __mmask64 load_mask(int64_t bytes, int64_t off) {
-  if (off >= bytes) return 0;
-  return bytes - off >= 64 ? ~__mmask64(0) : (__mmask64(1) << (bytes - off)) - 1;
-}
 
 // res[i * kCols + r] = rounded row xq[i] (bytes q + 128) . Q8_0 row w[r]:
 // vpdpbusd takes the activations as the unsigned operand, so each lane
@@ -198,7 +212,8 @@ NNSIGHT_Q8_TARGET void q8_0_tile(const uint8_t* const* xq, const uint8_t* const*
                                  float* res) {
   constexpr int64_t kGroup = 4 * kQ80Bytes;
   static const Q80Tables tables;
-  const __m512i el_idx = _mm512_load_si512(tables.elems), sc_idx = _mm512_load_si512(tables.scales);
+  const __m512i lo_idx = _mm512_load_si512(tables.lo), hi_idx = _mm512_load_si512(tables.hi);
+  const __m512i sc_idx = _mm512_load_si512(tables.scales);
   const __m512i offset = _mm512_set1_epi8(static_cast<char>(0x80)), zero = _mm512_setzero_si512();
   __m512 acc[MR][kCols];
 #pragma GCC unroll 4
@@ -208,18 +223,21 @@ NNSIGHT_Q8_TARGET void q8_0_tile(const uint8_t* const* xq, const uint8_t* const*
   const int64_t groups = (nb + 3) / 4;
   for (int64_t g = 0; g < groups; ++g) {
     const int64_t bytes = std::min<int64_t>(4, nb - 4 * g) * kQ80Bytes;
-    const __mmask64 m0 = load_mask(bytes, 0), m1 = load_mask(bytes, 64), m2 = load_mask(bytes, 16),
-                    m3 = load_mask(bytes, 80);
+    const bool whole = bytes == kGroup;
+    const __mmask64 m0 = load_mask(bytes, 0), m1 = load_mask(bytes, 64), m2 = load_mask(bytes, 8),
+                    m3 = load_mask(bytes, 72);
 #pragma GCC unroll 4
     for (int r = 0; r < kCols; ++r) {
       const uint8_t* p = w[r] + g * kGroup;
-      _mm_prefetch(reinterpret_cast<const char*>(p + prefetch), _MM_HINT_T0);
-      _mm_prefetch(reinterpret_cast<const char*>(p + prefetch + 64), _MM_HINT_T0);
-      _mm_prefetch(reinterpret_cast<const char*>(p + prefetch + 128), _MM_HINT_T0);
-      const __m512i a0 = _mm512_maskz_loadu_epi8(m0, p), a1 = _mm512_maskz_loadu_epi8(m1, p + 64);
-      const __m512i b0 = _mm512_maskz_loadu_epi8(m2, p + 16), b1 = _mm512_maskz_loadu_epi8(m3, p + 80);
-      const __m512i lo = _mm512_permutex2var_epi16(a0, el_idx, a1);
-      const __m512i hi = _mm512_permutex2var_epi16(b0, el_idx, b1);
+      _mm_prefetch(reinterpret_cast<const char*>(p + prefetch), _MM_HINT_T1);
+      _mm_prefetch(reinterpret_cast<const char*>(p + prefetch + 64), _MM_HINT_T1);
+      _mm_prefetch(reinterpret_cast<const char*>(p + prefetch + 128), _MM_HINT_T1);
+      const __m512i a0 = whole ? _mm512_loadu_si512(p) : _mm512_maskz_loadu_epi8(m0, p);
+      const __m512i a1 = whole ? _mm512_loadu_si512(p + 64) : _mm512_maskz_loadu_epi8(m1, p + 64);
+      const __m512i b0 = whole ? _mm512_loadu_si512(p + 8) : _mm512_maskz_loadu_epi8(m2, p + 8);
+      const __m512i b1 = whole ? _mm512_loadu_si512(p + 72) : _mm512_maskz_loadu_epi8(m3, p + 72);
+      const __m512i lo = _mm512_permutex2var_epi16(a0, lo_idx, a1);
+      const __m512i hi = _mm512_permutex2var_epi16(b0, hi_idx, b1);
       const __m512i start =
           _mm512_sub_epi32(zero, _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(zero, offset, lo), offset, hi));
       const __m512 dw = _mm512_cvtph_ps(_mm512_castsi512_si256(_mm512_permutex2var_epi16(a0, sc_idx, a1)));
