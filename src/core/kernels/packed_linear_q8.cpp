@@ -107,12 +107,11 @@ NNSIGHT_Q8_TARGET void round_row(const float* x, int64_t K, uint8_t flip, uint8_
   }
 }
 
-// The weights of a group of 4 blocks are read by 64-byte loads that lie
-// inside the group (a load reaching past it, masked or not, made the Q8_0
-// tiles 2-7x slower from memory: a masked load that touches the next page is
-// slow on Zen 4); only the last group of a row, when it has fewer blocks,
-// takes masked loads of its own bytes. The bytes [off, off + 64) of a
-// group's `bytes` that lie inside it:
+// The weights of a group of 4 blocks are read by plain 64-byte loads that
+// lie inside the group (so none reads past a row's, or the matrix's, end);
+// only the last group of a row, when it has fewer blocks, takes masked loads
+// of its own bytes. The bytes [off, off + 64) of a group's `bytes` that lie
+// inside it:
 inline __mmask64 load_mask(int64_t bytes, int64_t off) {
   if (off >= bytes) return 0;
   return bytes - off >= 64 ? ~__mmask64(0) : (__mmask64(1) << (bytes - off)) - 1;
