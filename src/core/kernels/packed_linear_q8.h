@@ -5,9 +5,9 @@
 //
 // NOT exact: the activations are rounded (to about 1/254 of each block's
 // largest element), so results differ from packed_linear's (which are bitwise
-// the float32 model's) by what llama.cpp's own path differs by. For rows no
-// trace reads (EngineArgs::fast_untraced, docs/weights.md); a traced row
-// always takes packed_linear.
+// the float32 model's), as llama.cpp's own path does. Meant for rows no trace
+// reads (issue 39); no engine option selects it yet (docs/weights.md), and a
+// traced row must always take packed_linear.
 //
 // Each row of x is rounded and multiplied by itself: a row's result does not
 // depend on the other rows, their number, or the thread count (the same
@@ -37,8 +37,9 @@ namespace nnsight::kernels {
 // tiles are not written: no such CPU here to test them on.)
 bool packed_q8_available(PackedType type);
 
-// x: [..., K] float32 (contiguous or not); w: [N, K]; bias: [N] (any floating
-// dtype) or undefined -> [..., N] float32. Throws c10::Error where
+// x: [..., K] float32 or bfloat16 (widened to float32, the result rounded
+// once), contiguous or not; w: [N, K]; bias: [N] (any floating dtype) or
+// undefined -> [..., N] in x's dtype. Throws c10::Error where
 // packed_q8_available(w.type) is false.
 at::Tensor packed_linear_q8(const at::Tensor& x, const PackedMatrix& w, const at::Tensor& bias);
 
