@@ -1,0 +1,46 @@
+// Linear layer on packed weights with 8-bit activations (llama.cpp's scheme):
+// y = x w^T (+ bias) where each 32-element block of each row of x is first
+// rounded to int8 with a float scale, and each block's product with the
+// weights is an integer dot product (AVX-512 VNNI `vpdpbusd`).
+//
+// NOT exact: the activations are rounded (to about 1/254 of each block's
+// largest element), so results differ from packed_linear's (which are bitwise
+// the float32 model's), as llama.cpp's own path does. Meant for rows no trace
+// reads (issue 39); no engine option selects it yet (docs/weights.md), and a
+// traced row must always take packed_linear.
+//
+// Each row of x is rounded and multiplied by itself: a row's result does not
+// depend on the other rows, their number, or the thread count (the same
+// operations per output element whatever the tile), so it is batch invariant
+// among such rows too.
+//
+// The rounding, per block b of a row (llama.cpp's quantize_row_q8_1):
+//   amax = max |x_k|, d = amax / 127, q_k = nearbyint(x_k * (127 / amax))
+//   (all q_k = 0 when amax = 0), s = d * sum q_k.
+// Per block with a Q4_1 weight block (scale dw, min mw, nibbles n_k):
+//   dw * d * sum n_k q_k + mw * s,
+// with a Q8_0 block (scale dw, int8 w_k): dw * d * sum w_k q_k; the integer
+// sums exact, the terms summed in float32 in a fixed order. Q4_1 and Q8_0
+// are the default model's types (its layers and its tied LM head); other
+// types stay on packed_linear.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include "core/kernels/packed_matrix.h"
+
+namespace nnsight::kernels {
+
+// Whether packed_linear_q8 runs weights of `type` on this CPU: Q4_1 and
+// Q8_0 with AVX-512 F/BW/VL + VNNI (not under NNSIGHT_CPU=avx2 or scalar).
+// Otherwise callers use packed_linear. (AVX-VNNI without AVX-512 and AMX
+// tiles are not written: no such CPU here to test them on.)
+bool packed_q8_available(PackedType type);
+
+// x: [..., K] float32 or bfloat16 (widened to float32, the result rounded
+// once), contiguous or not; w: [N, K]; bias: [N] (any floating dtype) or
+// undefined -> [..., N] in x's dtype. Throws c10::Error where
+// packed_q8_available(w.type) is false.
+at::Tensor packed_linear_q8(const at::Tensor& x, const PackedMatrix& w, const at::Tensor& bias);
+
+}  // namespace nnsight::kernels

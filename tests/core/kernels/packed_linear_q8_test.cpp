@@ -1,0 +1,245 @@
+// kernels::packed_linear_q8 (8-bit activations, integer dot products) against
+// a plain reference written here: each block of x rounded as llama.cpp's
+// quantize_row_q8_1 does, each block's product an exact integer sum, the
+// scaling in double; within float32 rounding of it. And against the exact
+// float32 product within the bound the rounding of x allows; every row the
+// same alone or in any batch and thread count; the types it does not run
+// refused by name.
+#include "core/kernels/packed_linear_q8.h"
+
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/kernels/linear.h"
+#include "core/kernels/packed_linear.h"
+#include "core/kernels/packed_matrix.h"
+#include "support/bitwise_equal.h"
+
+namespace nnsight {
+namespace {
+
+using kernels::PackedMatrix;
+using kernels::PackedType;
+using testing::bitwise_equal;
+
+int64_t block_bytes(PackedType type) { return kernels::packed_traits(type).block_bytes; }
+
+struct ThreadCountGuard {
+  int saved = at::get_num_threads();
+  ~ThreadCountGuard() { at::set_num_threads(saved); }
+};
+
+float half_at(const uint8_t* p) {
+  uint16_t bits;
+  std::memcpy(&bits, p, 2);
+  return at::from_blob(&bits, {1}, at::kHalf).to(at::kFloat).item<float>();
+}
+
+void put_half(uint8_t* p, float v) {
+  at::Tensor h = at::full({1}, v, at::kFloat).to(at::kHalf);
+  std::memcpy(p, h.data_ptr(), 2);
+}
+
+// Random blocks with a real model's scales: Q4_1 d 0.001-0.02 and m about
+// -8 d; Q8_0 d of either sign, |d| 0.001-0.02 / 8.
+std::vector<uint8_t> random_blocks(PackedType type, int64_t rows, int64_t cols, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> byte(0, 255);
+  std::uniform_real_distribution<float> scale(0.001f, 0.02f);
+  const int64_t bytes = block_bytes(type);
+  std::vector<uint8_t> data(static_cast<size_t>(rows * cols / 32 * bytes));
+  for (auto& b : data) b = static_cast<uint8_t>(byte(rng));
+  for (size_t i = 0; i < data.size(); i += static_cast<size_t>(bytes)) {
+    if (type == PackedType::Q4_1) {
+      put_half(&data[i], scale(rng));
+      put_half(&data[i + 2], -8.f * scale(rng));
+    } else {
+      put_half(&data[i], scale(rng) / 8.f * (byte(rng) < 128 ? -1.f : 1.f));
+    }
+  }
+  return data;
+}
+
+// One weight block (ggml's layout, written out) times a block of rounded
+// activations q (scale d, sum s): {scale term, min term} in double, the
+// integer dot product exact.
+std::pair<double, double> block_product(PackedType type, const uint8_t* blk, const int* q, float d, float s) {
+  int64_t dot = 0;
+  if (type == PackedType::Q4_1) {
+    for (int k = 0; k < 16; ++k) {
+      dot += static_cast<int64_t>(blk[4 + k] & 0x0F) * q[k];
+      dot += static_cast<int64_t>(blk[4 + k] >> 4) * q[16 + k];
+    }
+    return {double(half_at(blk)) * d * double(dot), double(half_at(blk + 2)) * s};
+  }
+  for (int k = 0; k < 32; ++k) dot += static_cast<int64_t>(static_cast<int8_t>(blk[2 + k])) * q[k];
+  return {double(half_at(blk)) * d * double(dot), 0.0};
+}
+
+// Activations with a few large outliers, as in a residual stream.
+at::Tensor activations(int64_t M, int64_t K, uint64_t seed) {
+  at::Generator gen = at::detail::createCPUGenerator(seed);
+  at::Tensor x = at::randn({M, K}, gen, at::kFloat);
+  return x * (1 + 29 * (at::rand({M, K}, gen) < 0.02).to(at::kFloat));
+}
+
+// The reference: llama.cpp's rounding of one block of x (scalar code), the
+// integer product with the weight block's nibbles, the scales in double.
+struct Reference {
+  at::Tensor y;      // [M, N] float64
+  at::Tensor bound;  // [M, N] float64: sum over blocks of |dw d dot| + |mw s| (the terms' magnitude)
+};
+
+Reference reference(PackedType type, const at::Tensor& x, const std::vector<uint8_t>& w, int64_t N,
+                    const at::Tensor& bias) {
+  const int64_t M = x.size(0), K = x.size(1), nb = K / 32;
+  at::Tensor y = at::zeros({M, N}, at::kDouble), bound = at::zeros({M, N}, at::kDouble);
+  const float* xp = x.data_ptr<float>();
+  double* yp = y.data_ptr<double>();
+  double* bp = bound.data_ptr<double>();
+  at::Tensor b = bias.defined() ? bias.to(at::kDouble).contiguous() : at::zeros({N}, at::kDouble);
+  for (int64_t m = 0; m < M; ++m) {
+    std::vector<int> q(static_cast<size_t>(K));
+    std::vector<float> d(static_cast<size_t>(nb)), s(static_cast<size_t>(nb));
+    for (int64_t b = 0; b < nb; ++b) {
+      float amax = 0.f;
+      for (int64_t k = 0; k < 32; ++k) amax = std::max(amax, std::fabs(xp[m * K + 32 * b + k]));
+      d[b] = amax / 127.f;
+      const float id = amax != 0.f ? 127.f / amax : 0.f;
+      int sum = 0;
+      for (int64_t k = 0; k < 32; ++k) {
+        q[32 * b + k] = static_cast<int>(std::nearbyint(xp[m * K + 32 * b + k] * id));
+        sum += q[32 * b + k];
+      }
+      s[b] = d[b] * static_cast<float>(sum);
+    }
+    for (int64_t n = 0; n < N; ++n) {
+      double acc = b.data_ptr<double>()[n], mag = 0.0;
+      for (int64_t b = 0; b < nb; ++b) {
+        const uint8_t* blk = &w[static_cast<size_t>((n * nb + b) * block_bytes(type))];
+        const auto [t1, t2] = block_product(type, blk, &q[static_cast<size_t>(32 * b)], d[b], s[b]);
+        acc += t1 + t2;
+        mag += std::fabs(t1) + std::fabs(t2);
+      }
+      yp[m * N + n] = acc;
+      bp[m * N + n] = mag;
+    }
+  }
+  return {y, bound};
+}
+
+class PackedLinearQ8 : public ::testing::TestWithParam<PackedType> {
+ protected:
+  void SetUp() override {
+    if (!kernels::packed_q8_available(GetParam())) GTEST_SKIP() << "this CPU has no AVX-512 VNNI";
+  }
+  PackedMatrix matrix(const std::vector<uint8_t>& data, int64_t rows, int64_t cols) const {
+    return kernels::make_packed_matrix(GetParam(), rows, cols, data.data());
+  }
+};
+
+TEST_P(PackedLinearQ8, EqualsTheIntegerReferenceToFloatRoundingAtEveryRowLength) {
+  // Row lengths of 1-5 blocks (within one group of 4, across it) and the
+  // default model's 576 and 1536; N = 37, not a multiple of the tile's 4.
+  for (int64_t K : {32, 64, 96, 128, 160, 576, 1536}) {
+    const int64_t N = 37;
+    const std::vector<uint8_t> data = random_blocks(GetParam(), N, K, static_cast<uint32_t>(K));
+    const PackedMatrix w = matrix(data, N, K);
+    at::Tensor bias = at::randn({N}, at::detail::createCPUGenerator(3), at::kFloat);
+    for (int64_t M : {1, 3, 4, 9}) {
+      SCOPED_TRACE("K=" + std::to_string(K) + " M=" + std::to_string(M));
+      at::Tensor x = activations(M, K, static_cast<uint64_t>(K + M));
+      const Reference ref = reference(GetParam(), x, data, N, bias);
+      at::Tensor y = kernels::packed_linear_q8(x, w, bias);  // [M, N]
+      ASSERT_EQ(y.sizes(), (std::vector<int64_t>{M, N}));
+      const double err = ((y.to(at::kDouble) - ref.y).abs() - 1e-5 * ref.bound).max().item<double>();
+      EXPECT_LE(err, 1e-6);
+    }
+  }
+}
+
+TEST_P(PackedLinearQ8, IsWithinTheRoundingOfXOfTheExactProduct) {
+  const int64_t N = 64, K = 576, M = 8;
+  const std::vector<uint8_t> data = random_blocks(GetParam(), N, K, 7);
+  const PackedMatrix w = matrix(data, N, K);
+  at::Tensor wd = w.dequantize();  // [N, K]
+  at::Tensor x = activations(M, K, 8);
+  // Each element of x moves by at most half its block's step (max |x| / 127):
+  // |y_q8 - y| <= sum over k of |w_k| max|x| / 254, plus float32 rounding (of
+  // terms up to a few times |x w|: the scale and min terms cancel in w).
+  at::Tensor half_step =
+      x.view({M, K / 32, 32}).abs().amax(-1, true).expand({M, K / 32, 32}).reshape({M, K}) / 254.0;  // [M, K]
+  at::Tensor allowed = at::linear(half_step.to(at::kDouble), wd.abs().to(at::kDouble));              // [M, N]
+  at::Tensor magnitude = at::linear(x.abs().to(at::kDouble), wd.abs().to(at::kDouble));
+  at::Tensor exact = at::linear(x.to(at::kDouble), wd.to(at::kDouble));
+  at::Tensor diff = (kernels::packed_linear_q8(x, w, at::Tensor()).to(at::kDouble) - exact).abs();
+  EXPECT_TRUE((diff <= allowed * 1.0001 + 1e-4 * magnitude).all().item<bool>());
+  // And the rounding is not nothing: the int8 path is not the float path.
+  EXPECT_FALSE(
+      bitwise_equal(kernels::packed_linear_q8(x, w, at::Tensor()), kernels::packed_linear(x, w, at::Tensor())));
+}
+
+TEST_P(PackedLinearQ8, EveryRowIsTheSameAloneOrInAnyBatchAndThreadCount) {
+  ThreadCountGuard guard;
+  const int64_t N = 300, K = 576;  // N: several thread units, not a multiple of the tile
+  const std::vector<uint8_t> data = random_blocks(GetParam(), N, K, 9);
+  const PackedMatrix w = matrix(data, N, K);
+  at::Tensor bias = at::randn({N}, at::detail::createCPUGenerator(4), at::kFloat);
+  at::Tensor x = activations(11, K, 10);
+  at::set_num_threads(2);
+  at::Tensor batch = kernels::packed_linear_q8(x, w, bias);  // [11, N]
+  at::set_num_threads(1);
+  for (int64_t m = 0; m < 11; ++m) {
+    SCOPED_TRACE("row " + std::to_string(m));
+    EXPECT_TRUE(bitwise_equal(kernels::packed_linear_q8(x.narrow(0, m, 1), w, bias), batch.narrow(0, m, 1)));
+  }
+  EXPECT_TRUE(bitwise_equal(kernels::packed_linear_q8(x.narrow(0, 3, 6), w, bias), batch.narrow(0, 3, 6)));
+}
+
+TEST_P(PackedLinearQ8, KeepsTheShapeAndRowPermutationOfPackedLinear) {
+  const int64_t N = 40, K = 128;
+  const std::vector<uint8_t> data = random_blocks(GetParam(), N, K, 12);
+  const PackedMatrix w = matrix(data, N, K);
+  // A permuted view (GGUF's q/k heads) gives the permuted columns.
+  std::vector<int64_t> perm(N);
+  for (int64_t i = 0; i < N; ++i) perm[i] = (i * 7) % N;
+  const PackedMatrix wp = w.select_rows(perm);
+  at::Tensor x = activations(6, K, 13).view({2, 3, K});
+  at::Tensor y = kernels::packed_linear_q8(x, w, at::Tensor());  // [2, 3, N]
+  ASSERT_EQ(y.sizes(), (std::vector<int64_t>{2, 3, N}));
+  at::Tensor yp = kernels::packed_linear_q8(x, wp, at::Tensor());
+  EXPECT_TRUE(bitwise_equal(yp, y.index_select(-1, at::tensor(perm, at::kLong))));
+}
+
+INSTANTIATE_TEST_SUITE_P(DefaultModelTypes, PackedLinearQ8, ::testing::Values(PackedType::Q4_1, PackedType::Q8_0),
+                         [](const ::testing::TestParamInfo<PackedType>& info) {
+                           return std::string(kernels::packed_traits(info.param).name);
+                         });
+
+TEST(PackedLinearQ8Types, RefusesTypesItDoesNotRun) {
+  for (PackedType t : kernels::all_packed_types()) {
+    if (kernels::packed_q8_available(t)) continue;
+    const auto& traits = kernels::packed_traits(t);
+    std::vector<uint8_t> zeros(static_cast<size_t>(traits.block_bytes), 0);
+    const PackedMatrix w = kernels::make_packed_matrix(t, 1, traits.block_size, zeros.data());
+    try {
+      kernels::packed_linear_q8(at::zeros({1, traits.block_size}), w, at::Tensor());
+      ADD_FAILURE() << traits.name << " was not refused";
+    } catch (const c10::Error& e) {
+      EXPECT_NE(std::string(e.what()).find(traits.name), std::string::npos) << e.what();
+    }
+  }
+}
+
+}  // namespace
+}  // namespace nnsight
