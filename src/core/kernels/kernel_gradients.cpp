@@ -10,9 +10,8 @@
 #include <vector>
 
 #include "core/kernels/linear.h"
+#include "core/kernels/linear_input_grad.h"
 #include "core/kernels/packed_linear.h"
-#include "core/kernels/packed_linear_internal.h"
-#include "core/kernels/parallel_chunks.h"
 #include "core/kernels/rms_norm.h"
 
 namespace nnsight::kernels {
@@ -22,48 +21,6 @@ namespace {
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
-// dx = g w for a packed w [N, K], without the whole float matrix (538 MB for
-// the default model, page-faulted afresh on every backward): the rows of w
-// that g reaches are decoded a block at a time into one reused buffer -- by
-// the AVX-512 row decoder where there is one, else the reference decoder;
-// both give the floats the forward's kernel used -- and multiplied in. A
-// logit difference's gradient reaches two rows of the LM head, not 49152.
-at::Tensor packed_input_grad(const at::Tensor& g, const PackedMatrix& w) {
-  // ~4 MiB of decoded rows per block: few BLAS calls, bounded memory for wide rows.
-  const int64_t block_rows = std::max<int64_t>(16, (int64_t{4} << 20) / (w.cols * 4));
-  void (*decode)(const uint8_t*, float*, int64_t) = nullptr;
-  if (packed_path_available(PackedPath::Fused))
-    if (const detail::PackedKernels* k = detail::avx512_packed_kernels(w.type)) decode = k->decode_row;
-  const at::Tensor g2 = g.reshape({-1, w.rows}).to(at::kFloat).contiguous();  // [M, N]
-  at::Tensor dx = at::zeros({g2.size(0), w.cols}, at::kFloat);                // [M, K]
-  at::Tensor buffer = at::empty({std::min(block_rows, w.rows), w.cols}, at::kFloat);
-  const at::Tensor live = g2.ne(0).any(0);  // [N]: the rows of w the gradient reaches
-  const bool* reached = live.data_ptr<bool>();
-  std::vector<int64_t> rows;
-  for (int64_t r0 = 0; r0 < w.rows; r0 += block_rows) {
-    const int64_t n = std::min(block_rows, w.rows - r0);
-    rows.clear();
-    for (int64_t r = r0; r < r0 + n; ++r)
-      if (reached[r]) rows.push_back(r);
-    if (rows.empty()) continue;
-    const int64_t m = static_cast<int64_t>(rows.size());
-    float* dst = buffer.data_ptr<float>();
-    kernels::parallel_for(0, m, 16, [&](int64_t begin, int64_t end) {
-      for (int64_t i = begin; i < end; ++i) {
-        if (decode)
-          decode(w.row(rows[i]), dst + i * w.cols, w.cols);
-        else
-          decode_packed_reference(w.type, w.row(rows[i]), dst + i * w.cols, w.cols);
-      }
-    });
-    const at::Tensor gi = m == n ? g2.narrow(1, r0, n) : g2.index_select(1, at::tensor(rows, at::kLong));  // [M, m]
-    dx.addmm_(gi, buffer.narrow(0, 0, m));  // [M, m] x [m, K]
-  }
-  std::vector<int64_t> shape = g.sizes().vec();
-  shape.back() = w.cols;
-  return dx.view(shape).to(g.scalar_type());
-}
-
 struct LinearFunction : torch::autograd::Function<LinearFunction> {
   // bias: optional, as autograd needs a defined tensor for every tensor input.
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& w,
@@ -72,8 +29,8 @@ struct LinearFunction : torch::autograd::Function<LinearFunction> {
     return linear(x, w, bias.value_or(at::Tensor()));  // grad mode is off here: the kernel runs
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
-    const at::Tensor w = ctx->saved_data["w"].toTensor();          // [N, K]
-    return {at::matmul(grads[0], w), at::Tensor(), at::Tensor()};  // [..., N] x [N, K] -> [..., K]
+    const at::Tensor w = ctx->saved_data["w"].toTensor();                 // [N, K]
+    return {linear_input_grad(grads[0], w), at::Tensor(), at::Tensor()};  // [..., N] x [N, K] -> [..., K]
   }
 };
 
@@ -86,7 +43,7 @@ struct PackedLinearFunction : torch::autograd::Function<PackedLinearFunction> {
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     const auto* w = reinterpret_cast<const PackedMatrix*>(ctx->saved_data["w"].toInt());
-    return {packed_input_grad(grads[0], *w), at::Tensor(), at::Tensor()};  // [..., N] -> [..., K]
+    return {packed_linear_input_grad(grads[0], *w), at::Tensor(), at::Tensor()};  // [..., N] -> [..., K]
   }
 };
 
@@ -99,15 +56,16 @@ struct RmsNormFunction : torch::autograd::Function<RmsNormFunction> {
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     const at::Tensor x = ctx->get_saved_variables()[0];  // [rows, hidden]
-    // A copy: the model's weight may be an inference tensor, which autograd cannot save.
-    const at::Tensor w = ctx->saved_data["weight"].toTensor().detach().clone();
+    const at::Tensor w = ctx->saved_data["weight"].toTensor();
     const double eps = ctx->saved_data["eps"].toDouble();
-    at::AutoGradMode on(true);
-    at::Tensor xr = x.detach().requires_grad_(true);
-    at::Tensor xf = xr.to(at::kFloat);
-    at::Tensor normed = xf * at::rsqrt(xf.pow(2).mean(-1, /*keepdim=*/true) + eps);
-    at::Tensor y = w.to(at::kFloat) * normed.to(x.scalar_type()).to(at::kFloat);
-    at::Tensor dx = torch::autograd::grad({y}, {xr}, {grads[0].to(at::kFloat)})[0];
+    // y = w x r with r = rsqrt(mean(x^2) + eps) per row, so with wg = w dy:
+    // dx = r (wg - x r^2 mean(wg x)). In closed form rather than autograd
+    // through the formula: 8 small ops instead of a nested graph of ~20, per
+    // norm, twice per layer.
+    const at::Tensor xf = x.to(at::kFloat);
+    const at::Tensor r = at::rsqrt(xf.pow(2).mean(-1, /*keepdim=*/true) + eps);  // [rows, 1]
+    const at::Tensor wg = grads[0].to(at::kFloat) * w.to(at::kFloat);            // [rows, hidden]
+    const at::Tensor dx = r * (wg - xf * (r * r) * (wg * xf).mean(-1, /*keepdim=*/true));
     return {dx.to(x.scalar_type()), at::Tensor(), at::Tensor()};
   }
 };

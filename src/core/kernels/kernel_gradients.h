@@ -25,9 +25,9 @@ namespace nnsight::kernels {
 // Whether a kernel call on x must record itself for autograd.
 inline bool records_grad(const at::Tensor& x) { return x.requires_grad() && at::GradMode::is_enabled(); }
 
-// linear(x, w, bias) with dx = dy w.
+// linear(x, w, bias) with dx = dy w (linear_input_grad.h).
 at::Tensor linear_recorded(const at::Tensor& x, const at::Tensor& w, const at::Tensor& bias);
-// packed_linear(x, w, bias) with dx = dy w, w decoded for the backward.
+// packed_linear(x, w, bias) with dx = dy w, w decoded for the backward (linear_input_grad.h).
 at::Tensor packed_linear_recorded(const at::Tensor& x, const PackedMatrix& w, const at::Tensor& bias);
 // rms_norm(x, weight, eps); the backward recomputes the norm with ATen ops.
 at::Tensor rms_norm_recorded(const at::Tensor& x, const at::Tensor& weight, double eps);

@@ -4,6 +4,7 @@
 #include <torch/csrc/autograd/autograd.h>
 
 #include <algorithm>
+#include <cstring>
 
 #include <nnsight/error.hpp>
 
@@ -31,7 +32,19 @@ at::Tensor number_tensor(const dsl::Value& v) {
   throw Error("cannot save a value of kind " + v.describe());
 }
 
-at::Tensor detached(const at::Tensor& t) { return t.defined() ? t.detach().clone() : at::Tensor(); }
+// A copy sharing nothing with the model's tensor. A dense CPU tensor (what
+// saving module outputs every step copies, 30 of them per request per step)
+// is copied by memcpy into a fresh tensor: clone()'s operator dispatch and
+// TensorIterator set-up cost more than copying its few KiB.
+at::Tensor detached(const at::Tensor& t) {
+  if (!t.defined()) return at::Tensor();
+  if (!t.device().is_cpu() || t.layout() != at::kStrided || t.is_quantized() || !t.is_contiguous() || t.is_conj() ||
+      t.is_neg())
+    return t.detach().clone();
+  at::Tensor copy = at::empty(t.sizes(), t.options());  // t's shape, contiguous
+  if (const size_t n = t.nbytes(); n > 0) std::memcpy(copy.data_ptr(), t.data_ptr(), n);
+  return copy;
+}
 
 at::Tensor as_single_tensor(const dsl::Value& v) {
   if (v.is_tensor()) return detached(v.as_tensor());
@@ -247,9 +260,22 @@ void Mediator::save(const std::string& name, const dsl::Value& value, dsl::SaveM
   }
   at::Tensor made = as_single_tensor(value);
   group_.count_saved(tensor_bytes(made), name);
-  SavedValue& slot = saves_[name];
+  SavedValue& slot = list_slot(name);
   slot.is_list = true;
   slot.list.push_back(std::move(made));
+}
+
+SavedValue& Mediator::list_slot(const std::string& name) {
+  if (next_slot_ < slots_.size() && slots_[next_slot_].first == &name) return *slots_[next_slot_++].second;
+  for (size_t i = 0; i < slots_.size(); ++i)
+    if (slots_[i].first == &name) {
+      next_slot_ = i + 1;
+      return *slots_[i].second;
+    }
+  SavedValue& slot = saves_[name];
+  slots_.emplace_back(&name, &slot);
+  next_slot_ = slots_.size();
+  return slot;
 }
 
 dsl::Value Mediator::external(uint32_t invoke, dsl::NodeId node) { return group_.external(invoke, node); }
