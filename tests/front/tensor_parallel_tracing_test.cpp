@@ -2,7 +2,8 @@
 // gloo ranks (worker processes) give the same greedy tokens as one process,
 // and the same traces read and write whole tensors with the same results
 // (values within 1e-4: the ranks sum in a different order; tokens exactly),
-// attention internals (q/k/v, scores, pattern, z, resid_mid) included.
+// attention internals (q/k/v, scores, pattern, z, resid_mid) included, and
+// writes of a head's pattern and of z re-sharded by head.
 #include <gtest/gtest.h>
 #include <signal.h>
 
@@ -63,6 +64,7 @@ Arch llama() {
   a.battery.halved_input = "model.layers.0.self_attn.o_proj";
   a.battery.up = "model.layers.0.mlp.up_proj";
   a.battery.zero_from = 20;
+  a.battery.attention = "model.layers.0.self_attn";
   return a;
 }
 
@@ -78,6 +80,7 @@ Arch gpt2() {
   a.battery.halved_input = "transformer.h.0.attn.c_proj";
   a.battery.up = "transformer.h.0.mlp.c_fc";
   a.battery.zero_from = 50;
+  a.battery.attention = "transformer.h.0.attn";
   return a;
 }
 

@@ -100,6 +100,32 @@ std::map<std::string, at::Tensor> run_trace_battery(LanguageModel& lm, const Tra
     for (size_t s = 0; s < ls.size(); ++s) r["multi/logits/" + std::to_string(s)] = ls[s];
     for (size_t i = 0; i < 2; ++i) r["multi/tokens/" + std::to_string(i)] = tokens_of(out, i);
   }
+  // 5. Writes inside attention at every step: one head's probabilities zeroed
+  //    (a head ablation) and each head's output scaled; under tensor
+  //    parallelism the points gather the heads whole and re-shard the write.
+  if (!b.attention.empty()) {
+    Saved pattern, z, logits;
+    auto out = lm.trace(b.prompts[0], greedy(3), [&](Tracer& t) {
+      t.all([&](const Step&) {
+        Envoy attn = lm.envoy(b.attention);
+        attn["pattern"].output()[2] = 0;
+        pattern = attn["pattern"].output().save_each();
+        attn["z"].output() = attn["z"].output() * 1.25;
+        z = attn["z"].output().save_each();
+        logits = lm.logits().save_each();
+      });
+    });
+    auto p = out.list(pattern), zs = out.list(z), ls = out.list(logits);
+    EXPECT_EQ(p.size(), 3u);
+    for (size_t s = 0; s < p.size(); ++s) {
+      EXPECT_TRUE(p[s][2].eq(0).all().item<bool>()) << "step " << s << ": head 2 was not ablated";
+      EXPECT_FALSE(p[s][1].eq(0).all().item<bool>()) << "step " << s << ": head 1 was ablated too";
+      r["attn/pattern/" + std::to_string(s)] = p[s];
+    }
+    for (size_t s = 0; s < zs.size(); ++s) r["attn/z/" + std::to_string(s)] = zs[s];
+    for (size_t s = 0; s < ls.size(); ++s) r["attn/logits/" + std::to_string(s)] = ls[s];
+    r["attn/tokens/0"] = tokens_of(out, 0);
+  }
   return r;
 }
 

@@ -23,6 +23,9 @@ struct TraceBattery {
   std::string up;    // a column-parallel module: output columns [zero_from, end) are zeroed
   int64_t zero_from = 0;
   int64_t replacement_token = 7;  // the token the samples are replaced with at step 1
+  // An attention module with `pattern` and `z` points whose head 2 is zeroed
+  // and every head's output scaled (at TP=2, head 2 lives on the second rank).
+  std::string attention;
 };
 
 // Results by name: "<trace>/<what>" tensors; "<trace>/tokens/<invoke>" hold
