@@ -15,6 +15,7 @@
 #include "core/kernels/cpu_features.h"
 #include "core/kernels/linear.h"
 #include "core/kernels/packed_linear_internal.h"
+#include "core/kernels/packed_matmul_call.h"
 #include "core/kernels/parallel_chunks.h"
 #include "core/kernels/undispatched.h"
 
@@ -302,39 +303,10 @@ at::Tensor packed_linear_on_path(PackedPath path, LinearPath isa, const at::Tens
                                  const at::Tensor& bias) {
   TORCH_CHECK(packed_path_available(path, isa), "packed_linear: the ", linear_path_name(isa),
               " path is not available here (the fused tiles need AVX2 or AVX-512)");
-  TORCH_CHECK(x.defined() && x.device().is_cpu() && x.layout() == at::kStrided,
-              "packed_linear: x must be a CPU tensor");
-  TORCH_CHECK(x.scalar_type() == at::kFloat || x.scalar_type() == at::kBFloat16,
-              "packed_linear: x must be float32 or bfloat16, got ", x.scalar_type());
-  TORCH_CHECK(x.dim() >= 1 && x.size(-1) == w.cols, "packed_linear: x's last dimension ", x.size(-1),
-              " differs from the weight's ", w.cols, " columns");
-  const int64_t K = w.cols, N = w.rows;
-  const int64_t M = K == 0 ? 0 : x.numel() / K;
-  // A float32 contiguous [M, K] x (every decode step's) is used as it is:
-  // each reshape / to / contiguous / view is a LibTorch call of about a
-  // microsecond, and a decode step makes 210 of these calls.
-  const bool as_is = x.dim() == 2 && x.scalar_type() == at::kFloat && x.is_contiguous();
-  at::Tensor x2 = as_is ? x : x.reshape({M, K}).to(at::kFloat).contiguous();  // [M, K]
-  at::Tensor b;
-  if (bias.defined()) {
-    TORCH_CHECK(bias.dim() == 1 && bias.size(0) == N, "packed_linear: bias of shape ", bias.sizes(), " for ", N,
-                " outputs");
-    b = bias.to(at::kFloat).contiguous();  // [N]
-  }
-  at::Tensor out = new_output({M, N}, x2.options());  // [M, N]
-  if (M > 0 && N > 0) {
-    if (K == 0) {
-      out.zero_();
-      if (b.defined()) out.add_(b);
-    } else {
-      run(path, isa, x2.data_ptr<float>(), w, b.defined() ? b.data_ptr<float>() : nullptr, out.data_ptr<float>(), M);
-    }
-  }
-  if (x.scalar_type() != at::kFloat) out = out.to(x.scalar_type());
-  if (x.dim() == 2) return out;
-  std::vector<int64_t> sizes(x.sizes().begin(), x.sizes().end());
-  sizes.back() = N;
-  return out.view(sizes);
+  return detail::packed_matmul("packed_linear", x, w, bias,
+                               [&](const float* x2, const PackedMatrix& w2, const float* b, float* out, int64_t M) {
+                                 run(path, isa, x2, w2, b, out, M);
+                               });
 }
 
 at::Tensor packed_linear(const at::Tensor& x, const PackedMatrix& w, const at::Tensor& bias) {

@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "core/kernels/cpu_features.h"
+#include "core/kernels/packed_matmul_call.h"
 #include "core/kernels/parallel_chunks.h"
-#include "core/kernels/undispatched.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 // GCC 12 reports the intrinsics' own _mm512_undefined_* placeholders as
@@ -339,38 +339,14 @@ bool packed_q8_available(PackedType type) {
 at::Tensor packed_linear_q8(const at::Tensor& x, const PackedMatrix& w, const at::Tensor& bias) {
   TORCH_CHECK(packed_q8_available(w.type), "packed_linear_q8: ", packed_traits(w.type).name,
               " weights do not run with 8-bit activations on this CPU (Q4_1 and Q8_0 with AVX-512 VNNI only)");
-  TORCH_CHECK(x.defined() && x.device().is_cpu() && x.layout() == at::kStrided,
-              "packed_linear_q8: x must be a CPU tensor");
-  TORCH_CHECK(x.scalar_type() == at::kFloat || x.scalar_type() == at::kBFloat16,
-              "packed_linear_q8: x must be float32 or bfloat16, got ", x.scalar_type());
-  TORCH_CHECK(x.dim() >= 1 && x.size(-1) == w.cols, "packed_linear_q8: x's last dimension ", x.size(-1),
-              " differs from the weight's ", w.cols, " columns");
-  const int64_t K = w.cols, N = w.rows;
-  const int64_t M = K == 0 ? 0 : x.numel() / K;
-  const bool as_is = x.dim() == 2 && x.scalar_type() == at::kFloat && x.is_contiguous();
-  at::Tensor x2 = as_is ? x : x.reshape({M, K}).to(at::kFloat).contiguous();  // [M, K]
-  at::Tensor b;
-  if (bias.defined()) {
-    TORCH_CHECK(bias.dim() == 1 && bias.size(0) == N, "packed_linear_q8: bias of shape ", bias.sizes(), " for ", N,
-                " outputs");
-    b = bias.to(at::kFloat).contiguous();  // [N]
-  }
-  at::Tensor out = new_output({M, N}, x2.options());  // [M, N]
-  if (M > 0 && N > 0) {
-    if (K == 0) {
-      out.zero_();
-      if (b.defined()) out.add_(b);
-    } else {
+  return detail::packed_matmul("packed_linear_q8", x, w, bias,
+                               [&](const float* x2, const PackedMatrix& w2, const float* b, float* out, int64_t M) {
 #if NNSIGHT_Q8_KERNELS
-      run(x2.data_ptr<float>(), w, b.defined() ? b.data_ptr<float>() : nullptr, out.data_ptr<float>(), M);
+                                 run(x2, w2, b, out, M);
+#else
+                                 (void)x2, (void)w2, (void)b, (void)out, (void)M;
 #endif
-    }
-  }
-  if (x.scalar_type() != at::kFloat) out = out.to(x.scalar_type());
-  if (x.dim() == 2) return out;
-  std::vector<int64_t> sizes(x.sizes().begin(), x.sizes().end());
-  sizes.back() = N;
-  return out.view(sizes);
+                               });
 }
 
 }  // namespace nnsight::kernels
