@@ -16,22 +16,14 @@
 #include "support/scratch_dir.h"
 #include "support/tiny_checkpoint.h"
 #include "support/tiny_engine.h"
+#include "support/tiny_llama_suite.h"
 #include "support/tiny_models.h"
 
 namespace nnsight {
 namespace {
 
-class Gradients : public ::testing::Test {
+class Gradients : public testing::TinyLlamaSuite<Gradients> {
  protected:
-  static void SetUpTestSuite() {
-    dir_ = new testing::ScratchDir();
-    testing::write_hf_checkpoint(dir_->path(), *testing::tiny_llama());
-    lm_ = new LanguageModel(EngineArgs().model(dir_->path()).kv_cache_memory_mb(16).show_progress(false));
-  }
-  static void TearDownTestSuite() {
-    delete lm_;
-    delete dir_;
-  }
   static SamplingParams greedy(int64_t n) { return SamplingParams().temperature(0).max_tokens(n).ignore_eos(true); }
   static std::string error_of(const std::function<void()>& f) {
     try {
@@ -41,12 +33,7 @@ class Gradients : public ::testing::Test {
     }
     return "";
   }
-
-  static testing::ScratchDir* dir_;
-  static LanguageModel* lm_;
 };
-testing::ScratchDir* Gradients::dir_ = nullptr;
-LanguageModel* Gradients::lm_ = nullptr;
 
 const std::vector<int32_t> kA = {5, 17, 33, 8, 61, 12, 40};
 const std::vector<int32_t> kB = {9, 2, 44, 71};

@@ -12,21 +12,13 @@
 #include "support/scratch_dir.h"
 #include "support/tiny_checkpoint.h"
 #include "support/tiny_engine.h"
+#include "support/tiny_llama_suite.h"
 
 namespace nnsight {
 namespace {
 
-class Interrupt : public ::testing::Test {
+class Interrupt : public testing::TinyLlamaSuite<Interrupt> {
  protected:
-  static void SetUpTestSuite() {
-    dir_ = new testing::ScratchDir();
-    testing::write_hf_checkpoint(dir_->path(), *testing::tiny_llama());
-    lm_ = new LanguageModel(EngineArgs().model(dir_->path()).kv_cache_memory_mb(16).show_progress(false));
-  }
-  static void TearDownTestSuite() {
-    delete lm_;
-    delete dir_;
-  }
   static SamplingParams greedy(int64_t n) { return SamplingParams().temperature(0).max_tokens(n).ignore_eos(true); }
   static std::vector<int32_t> prompt() { return {5, 9, 14, 20, 33}; }
   // A trace that saves layer 0's output at every step.
@@ -35,12 +27,7 @@ class Interrupt : public ::testing::Test {
       t.all([&](const Step&) { h = lm_->envoy("model.layers.0").output().save(); });
     });
   }
-
-  static testing::ScratchDir* dir_;
-  static LanguageModel* lm_;
 };
-testing::ScratchDir* Interrupt::dir_ = nullptr;
-LanguageModel* Interrupt::lm_ = nullptr;
 
 TEST_F(Interrupt, SubmittedTraceThrowsAndTheEngineKeepsServing) {
   Saved h;

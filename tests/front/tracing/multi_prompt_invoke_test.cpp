@@ -13,22 +13,14 @@
 #include "support/scratch_dir.h"
 #include "support/tiny_checkpoint.h"
 #include "support/tiny_engine.h"
+#include "support/tiny_llama_suite.h"
 #include "support/tiny_models.h"
 
 namespace nnsight {
 namespace {
 
-class MultiPromptInvoke : public ::testing::Test {
+class MultiPromptInvoke : public testing::TinyLlamaSuite<MultiPromptInvoke> {
  protected:
-  static void SetUpTestSuite() {
-    dir_ = new testing::ScratchDir();
-    testing::write_hf_checkpoint(dir_->path(), *testing::tiny_llama());
-    lm_ = new LanguageModel(EngineArgs().model(dir_->path()).kv_cache_memory_mb(16).show_progress(false));
-  }
-  static void TearDownTestSuite() {
-    delete lm_;
-    delete dir_;
-  }
   static SamplingParams greedy(int64_t n) { return SamplingParams().temperature(0).max_tokens(n).ignore_eos(true); }
   static std::string error_of(const std::function<void()>& f) {
     try {
@@ -38,12 +30,7 @@ class MultiPromptInvoke : public ::testing::Test {
     }
     return "";
   }
-
-  static testing::ScratchDir* dir_;
-  static LanguageModel* lm_;
 };
-testing::ScratchDir* MultiPromptInvoke::dir_ = nullptr;
-LanguageModel* MultiPromptInvoke::lm_ = nullptr;
 
 const std::vector<int32_t> kA = {5, 17, 33, 8, 61, 12, 40};
 const std::vector<int32_t> kB = {9, 2, 44, 71};

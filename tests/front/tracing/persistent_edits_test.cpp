@@ -13,22 +13,14 @@
 #include "support/scratch_dir.h"
 #include "support/tiny_checkpoint.h"
 #include "support/tiny_engine.h"
+#include "support/tiny_llama_suite.h"
 #include "support/tiny_models.h"
 
 namespace nnsight {
 namespace {
 
-class PersistentEdits : public ::testing::Test {
+class PersistentEdits : public testing::TinyLlamaSuite<PersistentEdits> {
  protected:
-  static void SetUpTestSuite() {
-    dir_ = new testing::ScratchDir();
-    testing::write_hf_checkpoint(dir_->path(), *testing::tiny_llama());
-    lm_ = new LanguageModel(EngineArgs().model(dir_->path()).kv_cache_memory_mb(16).show_progress(false));
-  }
-  static void TearDownTestSuite() {
-    delete lm_;
-    delete dir_;
-  }
   void TearDown() override { lm_->clear_edits(); }
 
   static std::vector<int32_t> prompt(int seed, int n) {
@@ -52,12 +44,7 @@ class PersistentEdits : public ::testing::Test {
     });
     return r[h];
   }
-
-  static testing::ScratchDir* dir_;
-  static LanguageModel* lm_;
 };
-testing::ScratchDir* PersistentEdits::dir_ = nullptr;
-LanguageModel* PersistentEdits::lm_ = nullptr;
 
 TEST_F(PersistentEdits, PersistAcrossTracesAndGenerateAndLeaveTheOriginalUnedited) {
   LanguageModel edited = lm_->edit([](Tracer&) { double_mlp(); });
