@@ -14,6 +14,7 @@
 #include "dsl/evaluate.h"
 #include "dsl/validate.h"
 #include "front/trace_worker/trace_payload.h"
+#include "front/trace_worker/tuple_write.h"
 
 namespace nnsight::tracing {
 namespace {
@@ -148,18 +149,7 @@ class ScanProvider final : public dsl::Provider {
     };
     if (!target.is(dsl::ValueKind::Tuple)) return elem(0, target.as_tensor(), value);
     const auto& model = target.as_tuple();
-    std::vector<dsl::Value> items;
-    if (value.kind() == dsl::ValueKind::Tuple) {
-      for (const auto& t : value.as_tuple()) items.emplace_back(t);
-    } else if (value.kind() == dsl::ValueKind::List) {
-      items = value.as_list();
-    } else {
-      throw Error("cannot set `" + key.str() + "`, a tuple of " + std::to_string(model.size()) + ", to " +
-                  value.describe() + " (build the tuple with make_tuple, or write into its elements)");
-    }
-    if (items.size() != model.size())
-      throw Error("cannot set `" + key.str() + "`: the model's tuple has " + std::to_string(model.size()) +
-                  " elements, the value has " + std::to_string(items.size()));
+    const std::vector<dsl::Value> items = tuple_write_items(key, value, model.size());
     for (size_t i = 0; i < items.size(); ++i)
       if (!items[i].is_none() && model[i].defined()) elem(i, model[i], items[i]);
   }

@@ -12,6 +12,7 @@
 #include "dsl/errors.h"
 #include "front/trace_worker/admission.h"
 #include "front/trace_worker/trace_payload.h"
+#include "front/trace_worker/tuple_write.h"
 
 namespace nnsight::tracing {
 
@@ -360,18 +361,7 @@ void Interleaver::write(EventValue& ev, const ProviderKey& key, const batching::
     write_elem(0, value);
     return;
   }
-  std::vector<dsl::Value> items;
-  if (value.kind() == dsl::ValueKind::Tuple) {
-    for (const auto& t : value.as_tuple()) items.emplace_back(t);
-  } else if (value.kind() == dsl::ValueKind::List) {
-    items = value.as_list();
-  } else {
-    throw Error("cannot set `" + key.str() + "`, a tuple of " + std::to_string(ev.io.size()) + ", to " +
-                value.describe() + " (build the tuple with make_tuple, or write into its elements)");
-  }
-  if (items.size() != ev.io.size())
-    throw Error("cannot set `" + key.str() + "`: the model's tuple has " + std::to_string(ev.io.size()) +
-                " elements, the value has " + std::to_string(items.size()));
+  const std::vector<dsl::Value> items = tuple_write_items(key, value, ev.io.size());
   for (size_t i = 0; i < items.size(); ++i)
     if (!items[i].is_none() && ev.io.at(i).defined()) write_elem(i, items[i]);
 }
