@@ -11,7 +11,9 @@
 //                [--print-steps 1] [--alternate N]
 //
 // --weights: GGUF weights kept packed (the default) and/or dequantized at
-// load (EngineArgs::dequantize). Besides the tables it prints one
+// load (EngineArgs::dequantize), and/or "int8": packed with
+// EngineArgs::fast_untraced (the untraced requests measured here run with
+// 8-bit activations). Besides the tables it prints one
 // machine-readable line per number, "RESULT <dtype>/<weights> <key> <value>"
 // (keys prefill_tps, decode_tps_b<B> from the median step, decode_mean_tps_b<B>
 // from the steps' total time, weight_mb), which
@@ -195,6 +197,7 @@ int main(int argc, char** argv) {
                           .model(model_path)
                           .dtype(r.dtype)
                           .dequantize(r.wmode == "dequantized")
+                          .fast_untraced(r.wmode == "int8")
                           .max_num_seqs(64)
                           .max_num_batched_tokens(4096)
                           .enable_prefix_caching(false)
@@ -307,23 +310,29 @@ int main(int argc, char** argv) {
     for (int rep = 0; rep < alternate; ++rep)
       for (size_t i = 0; i < runs.size(); ++i) measure(runs[(i + static_cast<size_t>(rep)) % runs.size()], rep);
     for (Run& r : runs) report(r);
-    // Packed over dequantized, per alternation (seconds apart), then their median.
+    // Packed over dequantized and int8 over packed, per alternation (seconds
+    // apart), then their median.
     for (const auto& dtype : dtypes) {
-      const Run* p = nullptr;
-      const Run* d = nullptr;
-      for (const Run& r : runs)
-        if (r.dtype == dtype) (r.wmode == "packed" ? p : d) = &r;
-      if (p == nullptr || d == nullptr) continue;
-      const auto ratio_line = [&](const char* key, const std::vector<double>& pt, const std::vector<double>& dt) {
-        std::vector<double> q;
-        for (size_t i = 0; i < pt.size() && i < dt.size(); ++i) q.push_back(dt[i] / pt[i]);  // speed ratio
-        std::printf("RESULT %s/packed_over_dequantized %s %.3f (alternations %.3f-%.3f)\n", dtype.c_str(), key,
-                    median(q), *std::min_element(q.begin(), q.end()), *std::max_element(q.begin(), q.end()));
+      const auto find = [&](const char* wmode) -> const Run* {
+        for (const Run& r : runs)
+          if (r.dtype == dtype && r.wmode == wmode) return &r;
+        return nullptr;
       };
-      std::printf("\n");
-      ratio_line("prefill", p->prefill, d->prefill);
-      for (size_t bi = 0; bi < batches.size(); ++bi)
-        ratio_line(("decode_b" + std::to_string(batches[bi])).c_str(), p->total[bi], d->total[bi]);
+      const auto ratios = [&](const Run* fast, const Run* slow, const char* name) {
+        if (fast == nullptr || slow == nullptr) return;
+        const auto ratio_line = [&](const char* key, const std::vector<double>& ft, const std::vector<double>& st) {
+          std::vector<double> q;
+          for (size_t i = 0; i < ft.size() && i < st.size(); ++i) q.push_back(st[i] / ft[i]);  // speed ratio
+          std::printf("RESULT %s/%s %s %.3f (alternations %.3f-%.3f)\n", dtype.c_str(), name, key, median(q),
+                      *std::min_element(q.begin(), q.end()), *std::max_element(q.begin(), q.end()));
+        };
+        std::printf("\n");
+        ratio_line("prefill", fast->prefill, slow->prefill);
+        for (size_t bi = 0; bi < batches.size(); ++bi)
+          ratio_line(("decode_b" + std::to_string(batches[bi])).c_str(), fast->total[bi], slow->total[bi]);
+      };
+      ratios(find("packed"), find("dequantized"), "packed_over_dequantized");
+      ratios(find("int8"), find("packed"), "int8_over_packed");
     }
   }
 

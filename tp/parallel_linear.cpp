@@ -5,6 +5,7 @@
 #include <nnsight/error.hpp>
 
 #include "core/kernels/linear.h"
+#include "core/kernels/int8_rows.h"
 #include "core/kernels/packed_linear.h"
 #include "core/lazy_zeros.h"
 #include "tp/sharding.h"
@@ -46,7 +47,7 @@ ColumnParallelLinear::ColumnParallelLinear(int64_t in_features, bool has_bias, P
 
 at::Tensor ColumnParallelLinear::forward(const at::Tensor& x) {
   return invoke(x, [&](const at::Tensor& in) {
-    at::Tensor y = packed_ ? kernels::packed_linear(in, *packed_, bias)  // [T, local_out]
+    at::Tensor y = packed_ ? kernels::packed_linear_rows(in, *packed_, bias)  // [T, local_out]
                            : kernels::linear(in, weight, bias);
     if (gather_output_ && split_) y = split_->gather(y);  // [T, out]
     return y;
@@ -111,7 +112,7 @@ std::vector<at::Tensor> forward_together(const at::Tensor& x, const std::vector<
       ws.push_back(l->packed_weight());
       biases.push_back(l->bias);
     }
-    return kernels::packed_linear_many(x, ws, biases);
+    return kernels::packed_linear_many_rows(x, ws, biases);
   }
   std::vector<at::Tensor> outs;
   outs.reserve(layers.size());
@@ -121,10 +122,11 @@ std::vector<at::Tensor> forward_together(const at::Tensor& x, const std::vector<
 
 at::Tensor RowParallelLinear::forward(const at::Tensor& x) {
   return invoke(x, [&](const at::Tensor& in) {
-    if (ctx_.single()) return packed_ ? kernels::packed_linear(in, *packed_, bias) : kernels::linear(in, weight, bias);
+    if (ctx_.single())
+      return packed_ ? kernels::packed_linear_rows(in, *packed_, bias) : kernels::linear(in, weight, bias);
     // [T, out], partial sum over this rank's columns
     at::Tensor y =
-        packed_ ? kernels::packed_linear(in, *packed_, at::Tensor()) : kernels::linear(in, weight, at::Tensor());
+        packed_ ? kernels::packed_linear_rows(in, *packed_, at::Tensor()) : kernels::linear(in, weight, at::Tensor());
     ctx_.group->all_reduce_sum(y);
     if (bias.defined()) y.add_(bias);
     return y;

@@ -35,6 +35,18 @@ class EngineArgs {
   // Q5_1, Q8_0, Q4_K, Q5_K and Q6_K weights stay packed as in the file and
   // are decoded inside the linear kernel (same float32 results, a quarter to
   // a seventh of the memory; docs/weights.md).
+  // Rows of requests that carry no trace (no intervention, no gradients)
+  // run the packed matmuls with 8-bit activations (llama.cpp's Q8 scheme:
+  // faster at few rows, not exact); traced requests' rows stay bitwise exact
+  // in the same step. Q4_1 / Q8_0 weights on AVX-512 VNNI CPUs; elsewhere
+  // every row stays exact. Not with forward hooks or capture, which would
+  // record the 8-bit rows (docs/weights.md, "Which rows run which kernels").
+  bool fast_untraced() const { return fast_untraced_; }
+  EngineArgs& fast_untraced(bool v) {
+    fast_untraced_ = v;
+    return *this;
+  }  // default off
+
   bool dequantize() const { return dequantize_; }
   EngineArgs& dequantize(bool v) {
     dequantize_ = v;
@@ -281,7 +293,7 @@ class EngineArgs {
        worker_timeout_s_, worker_program_, seed_, num_threads_, show_progress_, forward_hooks_, capture_enabled_,
        capture_set_, capture_layers_, capture_sample_rate_, capture_compression_k_, capture_buffer_size_gb_, engine_id_,
        tp_rendezvous_, worker_addresses_, intervention_memory_mb_, dequantize_, max_worker_restarts_, function_plugins_,
-       worker_secret_file_, attach_);
+       worker_secret_file_, attach_, fast_untraced_);
   }
 
  private:
@@ -289,6 +301,7 @@ class EngineArgs {
   std::string dtype_ = "float32";
   std::string device_ = "cpu";
   bool dequantize_ = false;
+  bool fast_untraced_ = false;
   int64_t max_num_seqs_ = 64;
   int64_t max_num_batched_tokens_ = 2048;
   int64_t max_model_len_ = 0;

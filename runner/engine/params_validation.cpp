@@ -95,6 +95,12 @@ void EngineArgs::validate() const {
               std::to_string(tensor_parallel_size_));
   }
   if (num_threads_ < 0) bad(t, "num_threads", "must be >= 0 (0 = all cores)");
+  if (fast_untraced_ && !forward_hooks_.empty())
+    bad(t, "fast_untraced",
+        "cannot be combined with forward_hooks: the hooks would see untraced requests' 8-bit-activation values");
+  if (fast_untraced_ && capture_set_ && capture_enabled_)
+    bad(t, "fast_untraced",
+        "cannot be combined with activation capture: it would record untraced requests' 8-bit-activation values");
 }
 
 const char* to_string(FinishReason r) {

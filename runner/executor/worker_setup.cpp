@@ -83,6 +83,7 @@ RunnerConfig runner_config_for(const EngineArgs& args, const CausalLM& model, in
   rc.max_num_batched_tokens = args.max_num_batched_tokens();
   rc.max_num_seqs = args.max_num_seqs();
   rc.max_model_len = max_model_len_for(args, model.config());
+  rc.fast_untraced = args.fast_untraced();
   return rc;
 }
 

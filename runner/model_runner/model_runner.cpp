@@ -8,6 +8,7 @@
 #include "core/gradient_forward.h"
 #include "core/kernels/parallel_chunks.h"
 #include "runner/model_runner/current_step.h"
+#include "runner/step/int8_requests.h"
 #include "tp/collective_error.h"
 
 namespace nnsight::runner {
@@ -102,11 +103,33 @@ void ModelRunner::prepare_inputs(const SchedulerOutput& step) {
     token_ids_device_ = std::move(up.token_ids);
     meta_device_ = std::move(up.meta);
   }
+  mark_int8_rows();
 }
 
-at::Tensor ModelRunner::forward() { return model_->forward(token_ids_device_, meta_device_, kv_); }
+void ModelRunner::mark_int8_rows() {
+  int8_tokens_ = kernels::Int8Rows{};
+  int8_samples_ = kernels::Int8Rows{};
+  if (!config_.fast_untraced || groups().empty()) return;
+  const int64_t tokens = token_ids_device_.size(0);
+  int8_flags_.assign(static_cast<size_t>(tokens), 0);  // rows nobody owns stay exact
+  for (const auto& r : groups()) {
+    if (!runs_int8(states_.at(r.id).params)) continue;
+    std::fill_n(int8_flags_.begin() + r.token_start, r.num_tokens, uint8_t(1));
+  }
+  int8_tokens_ = kernels::Int8Rows::of(int8_flags_);
+  int8_flags_.assign(static_cast<size_t>(meta_device_.logits_rows.size(0)), 0);
+  for (const auto& r : groups())
+    if (r.samples() && runs_int8(states_.at(r.id).params)) int8_flags_[static_cast<size_t>(r.sample_row)] = 1;
+  int8_samples_ = kernels::Int8Rows::of(int8_flags_);
+}
+
+at::Tensor ModelRunner::forward() {
+  const kernels::Int8RowsScope rows(int8_tokens_.none() ? nullptr : &int8_tokens_);
+  return model_->forward(token_ids_device_, meta_device_, kv_);
+}
 
 at::Tensor ModelRunner::compute_logits(const at::Tensor& hidden) {
+  const kernels::Int8RowsScope rows(int8_samples_.none() ? nullptr : &int8_samples_);
   return model_->compute_logits(hidden, meta_device_.logits_rows);
 }
 

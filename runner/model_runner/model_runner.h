@@ -15,6 +15,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/kernels/int8_rows.h"
 #include "core/kv_cache.h"
 #include "models/causal_lm.h"
 #include "batching/batch_upload.h"
@@ -33,6 +34,7 @@ struct RunnerConfig {
   int64_t max_num_seqs = 64;              // sequences per step
   int64_t max_model_len = 8192;           // longest sequence
   bool is_driver = true;                  // rank 0: samples are authoritative
+  bool fast_untraced = false;             // untraced requests' rows with 8-bit activations (runs_int8)
 };
 
 class ModelRunner {
@@ -84,7 +86,12 @@ class ModelRunner {
   std::vector<const batching::SeqSlot*> scheduled_;
   at::Tensor token_ids_device_;
   batching::BatchMeta meta_device_;
-  std::unique_ptr<batching::BatchUploader> uploader_;  // off the CPU: the step's one host-to-device copy
+  std::unique_ptr<batching::BatchUploader> uploader_;
+  // Under fast_untraced: this step's rows of untraced requests, at token
+  // level (the forward) and at prompt level (the logits); see int8_rows.h.
+  void mark_int8_rows();
+  kernels::Int8Rows int8_tokens_, int8_samples_;
+  std::vector<uint8_t> int8_flags_;  // off the CPU: the step's one host-to-device copy
 };
 
 }  // namespace nnsight::runner

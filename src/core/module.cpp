@@ -3,6 +3,8 @@
 #include <stdexcept>
 #include <utility>
 
+#include "core/kernels/int8_rows.h"
+
 namespace nnsight {
 
 const at::Tensor& ModuleIO::at(size_t i) const {
@@ -117,8 +119,16 @@ namespace {
 thread_local int t_call_scopes = 0;  // CallScopes alive on this thread
 }  // namespace
 
-Module::CallScope::CallScope() { ++t_call_scopes; }
-Module::CallScope::~CallScope() { --t_call_scopes; }
+// A graph's `call` runs a module on the intervention's own values, not the
+// step's rows: no 8-bit activation rows inside it (core/kernels/int8_rows.h).
+Module::CallScope::CallScope() {
+  ++t_call_scopes;
+  kernels::detail::suspend_int8_rows();
+}
+Module::CallScope::~CallScope() {
+  --t_call_scopes;
+  kernels::detail::resume_int8_rows();
+}
 
 at::Tensor Module::call(const at::Tensor&) {
   TORCH_CHECK(false, "Module::call on ", type_name_, " at '", path_, "', which is not callable");

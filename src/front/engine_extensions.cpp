@@ -10,6 +10,8 @@
 #include <memory>
 #include <string>
 
+#include <nnsight/error.hpp>
+
 #include "core/log.h"
 #include "front/capture/capture_config.h"
 #include "front/capture/capture_observer.h"
@@ -43,6 +45,10 @@ void attach_forward_hooks(runner::RunnerExtensionContext& ctx) {
 void attach_capture(runner::RunnerExtensionContext& ctx) {
   const capture::CaptureConfig config = capture::resolve_capture_config(ctx.args);
   if (!config.enabled) return;
+  if (ctx.runner.config().fast_untraced)  // capture set by NNSIGHT_CAPTURE_* (EngineArgs::validate saw no option)
+    throw ConfigError(
+        "EngineArgs.fast_untraced cannot be combined with activation capture (NNSIGHT_CAPTURE_ENABLED): it would "
+        "record untraced requests' 8-bit-activation values");
   // The executor names the engine before starting workers; a runner built
   // directly (tests, in-process) falls back to this process id.
   const std::string id = ctx.args.engine_id().empty() ? std::to_string(::getpid()) : ctx.args.engine_id();

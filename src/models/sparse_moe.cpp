@@ -2,6 +2,8 @@
 
 #include <ATen/ATen.h>
 
+#include "core/kernels/int8_rows.h"
+
 #include "tp/sharding.h"
 
 namespace nnsight {
@@ -65,6 +67,9 @@ at::Tensor SparseMoeBlock::forward(const at::Tensor& x) {
     at::Tensor out = at::zeros_like(h);  // [T, hidden]
     // Slot-major order within each expert, as Hugging Face's where(one_hot) gives.
     at::Tensor chosen_kt = chosen.t().contiguous();  // [k, T]
+    // An expert sees the tokens routed to it, not the step's rows: they stay
+    // exact (no 8-bit activation rows; core/kernels/int8_rows.h).
+    const kernels::Int8RowsScope exact_experts(nullptr);
     for (int64_t ex = 0; ex < e; ++ex) {
       // Every expert runs every step (as in Hugging Face), so its hooks fire even with no rows.
       at::Tensor hit = (chosen_kt == ex).nonzero();  // [n, 2]: (slot, token)

@@ -302,23 +302,60 @@ double rows_cost_ns(int64_t M, const PackedMatrix& w, int64_t rows) {
   return static_cast<double>(rows * w.row_bytes()) / 20.0 + 2.0 * static_cast<double>(M) * weights / 400.0;
 }
 
-void run(const float* x, const PackedMatrix& w, const float* bias, float* out, int64_t M) {
-  const int64_t K = w.cols, N = w.rows;
+// One matrix of a call: its tiles, output [M, w.rows] and first unit in the
+// call's shared numbering of units (kRowsPerUnit rows of w each).
+struct Part {
+  const PackedMatrix* w;
+  const float* bias;  // [w.rows] or null
+  float* out;         // [M, w.rows]
+  int64_t unit0;
+};
+
+// out_i = x w_i^T (+ bias_i) for every part, x [M, K] float32: x rounded once
+// per kind of weight block (Q8_0's rounded bytes are stored offset by 128,
+// Q4_1's not), then all the parts' units shared out to the threads as one job
+// (one fork-join for a layer's q/k/v or gate/up at decode).
+void run_parts(const float* x, int64_t M, int64_t K, std::vector<Part>& parts) {
   const int64_t x_bytes = groups_of(K) * kGroupBytes;
-  const bool q8_0 = w.type == PackedType::Q8_0;
-  const uint8_t flip = q8_0 ? 0x80 : 0;
-  const Tile* tiles = q8_0 ? kQ80Tiles : kQ41Tiles;
-  uint8_t* xq = rounded_x_buffer(static_cast<size_t>(M * x_bytes));  // [M, x_bytes]
+  bool has_q8_0 = false, has_q4_1 = false;
+  for (const Part& p : parts) (p.w->type == PackedType::Q8_0 ? has_q8_0 : has_q4_1) = true;
+  const int64_t copies = int64_t(has_q8_0) + int64_t(has_q4_1);
+  uint8_t* buf = rounded_x_buffer(static_cast<size_t>(copies * M * x_bytes));  // [copies, M, x_bytes]
+  uint8_t* xq_q4_1 = has_q4_1 ? buf : nullptr;
+  uint8_t* xq_q8_0 = has_q8_0 ? buf + (has_q4_1 ? M * x_bytes : 0) : nullptr;
   const int64_t round_grain = std::max<int64_t>(1, (int64_t(1) << 16) / K);
   kernels::parallel_for(0, M, round_grain, [&](int64_t m0, int64_t m1) {
-    for (int64_t m = m0; m < m1; ++m) round_row(x + m * K, K, flip, xq + m * x_bytes);
+    for (int64_t m = m0; m < m1; ++m) {
+      if (xq_q4_1 != nullptr) round_row(x + m * K, K, 0, xq_q4_1 + m * x_bytes);
+      if (xq_q8_0 != nullptr) round_row(x + m * K, K, 0x80, xq_q8_0 + m * x_bytes);
+    }
   });
-  const int64_t units = (N + kRowsPerUnit - 1) / kRowsPerUnit;
+  int64_t units = 0;
+  double cost = 0.0;
+  for (Part& p : parts) {
+    p.unit0 = units;
+    const int64_t u = (p.w->rows + kRowsPerUnit - 1) / kRowsPerUnit;
+    cost += rows_cost_ns(M, *p.w, kRowsPerUnit) * static_cast<double>(u);
+    units += u;
+  }
   const int64_t grain =
-      std::max<int64_t>(1, static_cast<int64_t>(std::ceil(kMinThreadWorkNs / rows_cost_ns(M, w, kRowsPerUnit))));
+      std::max<int64_t>(1, static_cast<int64_t>(std::ceil(kMinThreadWorkNs / (cost / static_cast<double>(units)))));
   kernels::parallel_for(0, units, grain, [&](int64_t u0, int64_t u1) {
-    tile_columns(tiles, xq, x_bytes, M, w, bias, out, u0 * kRowsPerUnit, std::min(u1 * kRowsPerUnit, N));
+    for (size_t i = 0; i < parts.size(); ++i) {
+      const Part& p = parts[i];
+      const int64_t end = i + 1 < parts.size() ? parts[i + 1].unit0 : units;
+      const int64_t a = std::max(u0, p.unit0), b = std::min(u1, end);
+      if (a >= b) continue;
+      const bool q8_0 = p.w->type == PackedType::Q8_0;
+      tile_columns(q8_0 ? kQ80Tiles : kQ41Tiles, q8_0 ? xq_q8_0 : xq_q4_1, x_bytes, M, *p.w, p.bias, p.out,
+                   (a - p.unit0) * kRowsPerUnit, std::min((b - p.unit0) * kRowsPerUnit, p.w->rows));
+    }
   });
+}
+
+void run(const float* x, const PackedMatrix& w, const float* bias, float* out, int64_t M) {
+  std::vector<Part> parts{{&w, bias, out, 0}};
+  run_parts(x, M, w.cols, parts);
 }
 
 #endif  // NNSIGHT_Q8_KERNELS
@@ -347,6 +384,40 @@ at::Tensor packed_linear_q8(const at::Tensor& x, const PackedMatrix& w, const at
                                  (void)x2, (void)w2, (void)b, (void)out, (void)M;
 #endif
                                });
+}
+
+std::vector<at::Tensor> packed_linear_q8_many(const at::Tensor& x, const std::vector<const PackedMatrix*>& ws,
+                                              const std::vector<at::Tensor>& biases) {
+  TORCH_CHECK(biases.empty() || biases.size() == ws.size(), "packed_linear_q8_many: ", biases.size(), " biases for ",
+              ws.size(), " matrices");
+  const auto bias_of = [&](size_t i) { return biases.empty() ? at::Tensor() : biases[i]; };
+  std::vector<at::Tensor> outs;
+  outs.reserve(ws.size());
+  bool together = !ws.empty() && x.dim() == 2 && x.scalar_type() == at::kFloat && x.is_contiguous() &&
+                  x.device().is_cpu() && x.size(0) > 0 && x.size(1) > 0;
+  for (size_t i = 0; together && i < ws.size(); ++i) {
+    const at::Tensor b = bias_of(i);
+    together = packed_q8_available(ws[i]->type) && ws[i]->cols == x.size(1) && ws[i]->rows > 0 &&
+               (!b.defined() || (b.dim() == 1 && b.size(0) == ws[i]->rows));
+  }
+  if (!together) {  // packed_linear_q8 takes them, or names what is wrong
+    for (size_t i = 0; i < ws.size(); ++i) outs.push_back(packed_linear_q8(x, *ws[i], bias_of(i)));
+    return outs;
+  }
+#if NNSIGHT_Q8_KERNELS
+  const int64_t M = x.size(0);
+  std::vector<at::Tensor> bs;  // float32 contiguous copies, kept alive for the call
+  std::vector<Part> parts;
+  for (size_t i = 0; i < ws.size(); ++i) {
+    outs.push_back(new_output({M, ws[i]->rows}, x.options()));  // [M, N_i]
+    at::Tensor b = bias_of(i);
+    bs.push_back(b.defined() ? b.to(at::kFloat).contiguous() : b);
+    parts.push_back(
+        {ws[i], bs.back().defined() ? bs.back().data_ptr<float>() : nullptr, outs.back().data_ptr<float>(), 0});
+  }
+  run_parts(x.data_ptr<float>(), M, x.size(1), parts);
+#endif
+  return outs;
 }
 
 }  // namespace nnsight::kernels

@@ -6,8 +6,9 @@
 // NOT exact: the activations are rounded (to about 1/254 of each block's
 // largest element), so results differ from packed_linear's (which are bitwise
 // the float32 model's), as llama.cpp's own path does. Meant for rows no trace
-// reads (issue 39); no engine option selects it yet (docs/weights.md), and a
-// traced row must always take packed_linear.
+// reads: the engine takes it for them under EngineArgs::fast_untraced
+// (core/kernels/int8_rows.h, docs/weights.md); a traced row always takes
+// packed_linear.
 //
 // Each row of x is rounded and multiplied by itself: a row's result does not
 // depend on the other rows, their number, or the thread count (the same
@@ -27,6 +28,8 @@
 
 #include <ATen/core/Tensor.h>
 
+#include <vector>
+
 #include "core/kernels/packed_matrix.h"
 
 namespace nnsight::kernels {
@@ -42,5 +45,12 @@ bool packed_q8_available(PackedType type);
 // undefined -> [..., N] in x's dtype. Throws c10::Error where
 // packed_q8_available(w.type) is false.
 at::Tensor packed_linear_q8(const at::Tensor& x, const PackedMatrix& w, const at::Tensor& bias);
+
+// Several matrices on one x (a layer's q/k/v or gate/up): the same tensors
+// as one packed_linear_q8 call each, bit for bit, with x rounded once and one
+// fork-join for all of them. biases: empty, or one (possibly undefined)
+// tensor per matrix.
+std::vector<at::Tensor> packed_linear_q8_many(const at::Tensor& x, const std::vector<const PackedMatrix*>& ws,
+                                              const std::vector<at::Tensor>& biases);
 
 }  // namespace nnsight::kernels

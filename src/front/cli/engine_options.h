@@ -23,6 +23,7 @@ struct EngineOptions {
   int64_t kv_cache_mb = defaults.kv_cache_memory_mb(), block_size = defaults.block_size();
   int64_t intervention_memory_mb = defaults.intervention_memory_mb();
   bool no_prefix_caching = false, no_chunked_prefill = false, no_progress = false, dequantize = false;
+  bool fast_untraced = false;
   bool capture = false;
   std::string capture_layers;
   double capture_sample_rate = 1.0, capture_buffer_gb = 0.25;

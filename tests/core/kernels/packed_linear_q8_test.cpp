@@ -221,6 +221,38 @@ TEST_P(PackedLinearQ8, KeepsTheShapeAndRowPermutationOfPackedLinear) {
   EXPECT_TRUE(bitwise_equal(yp, y.index_select(-1, at::tensor(perm, at::kLong))));
 }
 
+// A layer's q/k/v (or gate/up) in one call: each output bitwise one call
+// of its own, also with a Q4_1 and a Q8_0 matrix mixed (x rounded once per
+// kind of block) and with biases on some.
+TEST_P(PackedLinearQ8, ManyMatricesInOneCallEqualOneCallEach) {
+  ThreadCountGuard guard;
+  const int64_t K = 576;
+  const PackedType other = GetParam() == PackedType::Q4_1 ? PackedType::Q8_0 : PackedType::Q4_1;
+  const std::vector<uint8_t> d0 = random_blocks(GetParam(), 96, K, 21), d1 = random_blocks(GetParam(), 37, K, 22);
+  const std::vector<uint8_t> d2 = random_blocks(other, 64, K, 23);
+  const PackedMatrix w0 = matrix(d0, 96, K), w1 = matrix(d1, 37, K);
+  const PackedMatrix w2 = kernels::make_packed_matrix(other, 64, K, d2.data());
+  const bool mixed_ok = kernels::packed_q8_available(other);
+  at::Tensor b1 = at::randn({37}, at::detail::createCPUGenerator(5), at::kFloat);
+  for (int threads : {1, 2}) {
+    at::set_num_threads(threads);
+    for (int64_t M : {1, 3, 7}) {
+      SCOPED_TRACE("M=" + std::to_string(M) + " threads=" + std::to_string(threads));
+      at::Tensor x = activations(M, K, 30 + static_cast<uint32_t>(M));
+      std::vector<const PackedMatrix*> ws{&w0, &w1};
+      std::vector<at::Tensor> bs{at::Tensor(), b1};
+      if (mixed_ok) {
+        ws.push_back(&w2);
+        bs.push_back(at::Tensor());
+      }
+      const std::vector<at::Tensor> outs = kernels::packed_linear_q8_many(x, ws, bs);
+      ASSERT_EQ(outs.size(), ws.size());
+      for (size_t i = 0; i < ws.size(); ++i)
+        EXPECT_TRUE(bitwise_equal(outs[i], kernels::packed_linear_q8(x, *ws[i], bs[i]))) << "matrix " << i;
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(DefaultModelTypes, PackedLinearQ8, ::testing::Values(PackedType::Q4_1, PackedType::Q8_0),
                          [](const ::testing::TestParamInfo<PackedType>& info) {
                            return std::string(kernels::packed_traits(info.param).name);
