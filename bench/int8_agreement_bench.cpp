@@ -90,13 +90,13 @@ Gen generate(const std::string& model, int64_t tokens, int64_t threads, bool fas
 }
 
 std::string run_llama_simple(const std::string& exe, const std::string& model, const std::string& prompt,
-                             int64_t tokens, int64_t threads) {
+                             int64_t tokens) {
   std::string quoted = "'";
   for (char c : prompt) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
   quoted += "'";
   // llama-simple prints the prompt and its continuation on stdout, the rest on stderr.
-  const std::string cmd = exe + " -m '" + model + "' -n " + std::to_string(tokens) + " -t " + std::to_string(threads) +
-                          " " + quoted + " 2>/dev/null";
+  // (It takes no thread count; greedy decoding does not depend on one.)
+  const std::string cmd = exe + " -m '" + model + "' -n " + std::to_string(tokens) + " " + quoted + " 2>/dev/null";
   std::string out;
   if (FILE* p = popen(cmd.c_str(), "r")) {
     std::array<char, 4096> buf{};
@@ -104,6 +104,7 @@ std::string run_llama_simple(const std::string& exe, const std::string& model, c
     while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
     pclose(p);
   }
+  if (!out.empty() && out.back() == '\n') out.pop_back();  // the newline it ends with
   const size_t at = out.find(prompt);
   return at == std::string::npos ? out : out.substr(at + prompt.size());
 }
@@ -167,7 +168,7 @@ int main(int argc, char** argv) {
     LLM tok(EngineArgs().model(model).show_progress(false).num_threads(1).kv_cache_memory_mb(16));
     int64_t lsame = 0, lprefix = 0;
     for (size_t i = 0; i < n; ++i) {
-      const std::string got = run_llama_simple(llama_simple, model, corpus()[i], tokens, threads);
+      const std::string got = run_llama_simple(llama_simple, model, corpus()[i], tokens);
       lsame += got == exact.texts[i];
       int64_t k = 0;
       const auto& want = exact.tokens[i];
