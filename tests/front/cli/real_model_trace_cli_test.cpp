@@ -209,10 +209,23 @@ TEST(CliHelp, EverySubcommandListsTheEngineFlags) {
     const CliRun r = run_cli(cmd + " --help");
     EXPECT_EQ(r.status, 0) << cmd << ": " << r.errors;
     const std::string help = r.output + r.errors;
-    for (const std::string flag :
-         {"--no-prefix-caching", "--no-chunked-prefill", "--no-progress", "--capture", "--dequantize"})
+    for (const std::string flag : {"--no-prefix-caching", "--no-chunked-prefill", "--no-progress", "--capture",
+                                   "--dequantize", "--fast-untraced"})
       EXPECT_NE(help.find(flag), std::string::npos) << "nnsight " << cmd << " --help does not list " << flag;
   }
+}
+
+// --fast-untraced: `nnsight generate` runs (its rows with 8-bit activations)
+// and answers; with --capture it refuses to start, naming both.
+TEST(RealModelTraceCli, FastUntracedGeneratesAndRefusesCapture) {
+  const std::string model = " --model " + quote(testing::default_model_path()) + " --no-progress";
+  const CliRun ok = run_cli("generate" + model + " --fast-untraced --max-tokens 3 --prompt " + quote(kEiffel));
+  EXPECT_EQ(ok.status, 0) << ok.errors;
+  EXPECT_NE(ok.output.find("Paris"), std::string::npos) << ok.output;
+  const CliRun bad = run_cli("generate" + model + " --fast-untraced --capture --max-tokens 3 --prompt hi");
+  EXPECT_NE(bad.status, 0);
+  EXPECT_NE(bad.errors.find("fast_untraced"), std::string::npos) << bad.errors;
+  EXPECT_NE(bad.errors.find("capture"), std::string::npos) << bad.errors;
 }
 
 // Not a real-model test: usage errors are found before any model loads,
