@@ -1,12 +1,12 @@
 // EngineArgs::fast_untraced on the default model (SmolLM2-135M Q4_1, its
 // tied LM head Q8_0): in one step with untraced companions, a traced
 // request's hidden states and logits are bitwise those of an engine without
-// the option; an untraced request's rows are bitwise the same alone or
-// batched (8-bit rows are batch invariant among themselves) and within the
-// 8-bit rounding of the exact ones; a trace after 8-bit requests cached its
-// prompt's KV blocks is still exact; the option refuses forward hooks and
-// capture.
-// Where this CPU has no 8-bit kernels every row must stay exact.
+// the option, at TP=1 and TP=3; an untraced request's rows are bitwise the
+// same alone or batched (8-bit rows are batch invariant among themselves)
+// and within the 8-bit rounding of the exact ones; a trace after 8-bit
+// requests cached its prompt's KV blocks is still exact; the option refuses
+// forward hooks and capture. Where this CPU has no 8-bit kernels every row
+// must stay exact.
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
@@ -23,15 +23,16 @@
 #include "runner/model_runner/model_runner.h"
 #include "support/bitwise_equal.h"
 #include "support/real_model.h"
+#include "support/thread_ranks.h"
 
 namespace nnsight {
 namespace {
 
 using testing::bitwise_equal;
 
-std::unique_ptr<runner::ModelRunner> make_runner(bool fast_untraced) {
+std::unique_ptr<runner::ModelRunner> make_runner(bool fast_untraced, const tp::ParallelContext& ctx = {}) {
   GgufWeights source(testing::default_model_path(), /*packed=*/true);
-  auto model = load_causal_lm(source, tp::ParallelContext{}, at::TensorOptions().dtype(at::kFloat));
+  auto model = load_causal_lm(source, ctx, at::TensorOptions().dtype(at::kFloat));
   runner::RunnerConfig rc;
   rc.num_blocks = 16;  // 256 tokens: enough, and 15 MB instead of the default's 1 GB
   rc.fast_untraced = fast_untraced;
@@ -135,6 +136,38 @@ TEST(RealModelFastUntraced, TracedRowsAreBitwiseExactBesideEightBitRows) {
       // After a real prompt the prediction is the exact one (step 1's token is arbitrary).
       if (step == 0) {
         EXPECT_EQ(g.argmax().item<int64_t>(), w.argmax().item<int64_t>()) << "request " << i;
+      }
+    }
+  }
+}
+
+// At TP=3 (threads as ranks, gloo; the model's 3 KV heads allow 1 or 3):
+// each rank's row-parallel layers round their own third of x's blocks, and
+// a traced request's values are still bitwise the exact engine's at TP=3.
+TEST(RealModelFastUntraced, TracedRowsAreBitwiseExactAtTensorParallelThree) {
+  std::vector<std::vector<StepValues>> want(3), got(3);
+  testing::run_ranks(3, [&](tp::ParallelContext& ctx) {
+    auto exact = make_runner(false, ctx);
+    want[static_cast<size_t>(ctx.rank())] = run(*exact, batch());
+    auto fast = make_runner(true, ctx);
+    got[static_cast<size_t>(ctx.rank())] = run(*fast, batch());
+  });
+  const at::Tensor row1 = at::tensor(std::vector<int64_t>{1}, at::kLong);
+  const at::Tensor row0 = at::tensor(std::vector<int64_t>{0}, at::kLong);
+  for (size_t rank = 0; rank < 3; ++rank) {
+    for (int step = 0; step < 2; ++step) {
+      SCOPED_TRACE("rank " + std::to_string(rank) + " step " + std::to_string(step));
+      EXPECT_TRUE(bitwise_equal(got[rank][step].hidden.index_select(0, token_rows(1, step)),
+                                want[rank][step].hidden.index_select(0, token_rows(1, step))));
+      EXPECT_TRUE(
+          bitwise_equal(got[rank][step].logits.index_select(0, row1), want[rank][step].logits.index_select(0, row1)));
+      const at::Tensor g = got[rank][step].logits.index_select(0, row0),
+                       w = want[rank][step].logits.index_select(0, row0);
+      if (int8_here()) {
+        EXPECT_FALSE(bitwise_equal(g, w)) << "the untraced request did not run with 8-bit activations";
+        EXPECT_LT((g - w).abs().max().item<double>() / w.abs().max().item<double>(), 0.1);
+      } else {
+        EXPECT_TRUE(bitwise_equal(g, w));
       }
     }
   }
