@@ -5,6 +5,21 @@ NNSIGHT_BUILD_DIR="${NNSIGHT_BUILD_DIR:-$NNSIGHT_ROOT/build}"
 export NNSIGHT_HOME
 log() { printf '[nnsight] %s\n' "$*" >&2; }
 die() { printf '[nnsight] error: %s\n' "$*" >&2; exit 1; }
+# configure_fuzz_build BUILD_DIR: configures the clang build of the graph
+# language alone (dsl/fuzz/CMakeLists.txt: graph_fuzzer and dsl_sanitized_tests,
+# ASan + UBSan) in BUILD_DIR unless it is configured already.
+configure_fuzz_build() {
+  local build="$1"
+  [ -f "$build/CMakeCache.txt" ] && return 0
+  command -v clang >/dev/null && command -v clang++ >/dev/null || die "clang is needed (apt-get install clang libclang-rt-14-dev)"
+  local gen=()
+  command -v ninja >/dev/null && gen=(-G Ninja)
+  log "configuring the fuzz build in $build"
+  CC=clang CXX=clang++ cmake -S "$NNSIGHT_ROOT" -B "$build" "${gen[@]}" \
+    -DCMAKE_BUILD_TYPE=RelWithDebInfo -DNNSIGHT_BUILD_FUZZ=ON \
+    -DNNSIGHT_BUILD_TESTS=OFF -DNNSIGHT_BUILD_BENCH=OFF -DNNSIGHT_BUILD_EXAMPLES=OFF >/dev/null
+}
+
 # configure_sanitized BUILD_DIR address|thread: configures a clang build of
 # everything with NNSIGHT_SANITIZE (cmake/nnsightSanitizers.cmake) in BUILD_DIR
 # unless it is configured already. The address build also carries libFuzzer's
