@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include <nnsight/llm.hpp>
 #include <nnsight/nnsight.hpp>
 
 #include "core/gguf/gguf_weights.h"
@@ -211,6 +212,27 @@ TEST(RealModelFastUntraced, ATraceAfterEightBitRequestsCachedItsPromptIsExact) {
   EXPECT_TRUE(bitwise_equal(got[fast_mid], want[mid]));
   EXPECT_TRUE(bitwise_equal(got[fast_logits], want[logits]));
   EXPECT_EQ(got.output().token_ids, want.output().token_ids);
+}
+
+// The option crosses the worker wire: worker processes (--executor mp) give
+// the in-process 8-bit log-probabilities, not the exact ones.
+TEST(RealModelFastUntraced, ReachesWorkerProcesses) {
+  const SamplingParams p = SamplingParams().temperature(0).max_tokens(4).logprobs(0);
+  const std::string prompt = "The capital of France is";
+  auto logprobs = [&](EngineArgs args) {
+    LLM llm(args.model(testing::default_model_path()).show_progress(false));
+    std::vector<float> lp;
+    for (const auto& t : llm.generate(prompt, p).logprobs) lp.push_back(t.logprob);
+    return lp;
+  };
+  const std::vector<float> inproc = logprobs(EngineArgs().fast_untraced(true));
+  const std::vector<float> workers = logprobs(EngineArgs().fast_untraced(true).executor("mp"));
+  const std::vector<float> exact = logprobs(EngineArgs().executor("mp"));
+  ASSERT_EQ(inproc.size(), 4u);
+  EXPECT_EQ(workers, inproc);
+  if (int8_here()) {
+    EXPECT_NE(workers, exact) << "the workers ran exact";
+  }
 }
 
 TEST(FastUntracedArgs, RefusesForwardHooksAndCapture) {
