@@ -207,11 +207,12 @@ void TraceService::start(const std::shared_ptr<Trace>& t, std::vector<runner::Re
   const std::string id = t->id;
   // Outputs arrive in prompt order (an invoke's requests are contiguous).
   auto on_done = [this, id](std::vector<RequestOutput> outputs, std::exception_ptr error) {
-    // The engine's loop thread: hand over, encode elsewhere.
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      completions_.push_back(Completion{id, std::move(outputs), error});
-    }
+    // The engine's loop thread: hand over, encode elsewhere. The notify is
+    // made under the lock: once the completion is taken the trace may end and
+    // the destructor destroy completions_cv_ (TSan saw the engine thread
+    // signal a destroyed condition variable in HttpFuzzSeeds).
+    std::lock_guard<std::mutex> lock(mu_);
+    completions_.push_back(Completion{id, std::move(outputs), error});
     completions_cv_.notify_one();
   };
   std::vector<runner::RequestHandle> handles;

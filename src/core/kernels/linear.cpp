@@ -136,7 +136,10 @@ void run(const TileSet& tiles, const at::Tensor& x, const at::Tensor& w, const a
   T* op = static_cast<T*>(out.data_ptr());
   const int64_t units = (N + kRowsPerUnit - 1) / kRowsPerUnit;
   const double cost = unit_cost_ns(M, K, int64_t(sizeof(T)));
-  const int64_t grain = std::max<int64_t>(1, static_cast<int64_t>(std::ceil(kMinThreadWorkNs / cost)));
+  // K = 0 costs nothing (the bias alone): one grain of every unit, on the
+  // calling thread (the quotient would be infinite, not an int64_t).
+  const double grain_units = cost > 0 ? std::ceil(kMinThreadWorkNs / cost) : static_cast<double>(units);
+  const int64_t grain = std::max<int64_t>(1, static_cast<int64_t>(std::min(grain_units, static_cast<double>(units))));
   kernels::parallel_for(0, units, grain, [&](int64_t u0, int64_t u1) {
     run_columns<T>(tiles, xp, wp, bp, op, M, N, K, u0 * kRowsPerUnit, std::min(u1 * kRowsPerUnit, N));
   });

@@ -11,6 +11,10 @@
 //         in a well-formed request with the API key (bit 1 of byte 0 drops
 //         the key, bit 2 adds ?wait=1). For endpoints with a trace id, the
 //         body's first line is the id ("@" = the last id the server gave).
+//         The last endpoint is a trace recorded by a C++ client with its
+//         binary payloads as raw bytes (server/fuzz/invokes_input.h), so that
+//         they are mutated as bytes, not as base64 the server refuses. Seeds:
+//         tests/data/server/fuzz_corpus/payload_* (tests/server/fuzz_seeds_test.cpp).
 // A finding is a sanitizer report, a crash, a server that does not answer
 // within 20 s, a 500 (a client cannot cause a server error: 4xx is what the
 // client did, 5xx what the server did, and nothing here fails the server), an
@@ -38,6 +42,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/log.h"
+#include "server/fuzz/invokes_input.h"
 #include "server/model_server.h"
 
 namespace {
@@ -48,7 +53,8 @@ const char* kKey = "sk-fuzz-0123456789abcdef";
 
 struct Endpoint {
   const char* method;
-  const char* path;  // "{}" is replaced by a trace id
+  const char* path;       // "{}" is replaced by a trace id
+  bool payloads = false;  // the body is invokes with raw payload bytes (above)
 };
 const Endpoint kEndpoints[] = {
     {"GET", "/health"},
@@ -64,6 +70,7 @@ const Endpoint kEndpoints[] = {
     {"GET", "/v1/traces/{}/saves"},
     {"DELETE", "/v1/traces/{}"},
     {"GET", "/v1/models/{}/structure"},
+    {"POST", "/v1/traces", true},
 };
 constexpr size_t kNumEndpoints = sizeof(kEndpoints) / sizeof(kEndpoints[0]);
 
@@ -224,6 +231,11 @@ std::string structured(const uint8_t* data, size_t size) {
     std::string_view id = body.substr(0, nl);
     body = nl == std::string_view::npos ? std::string_view() : body.substr(nl + 1);
     path.replace(hole, 2, id == "@" ? server().last_trace_id : escape_path(id));
+  }
+  std::string payloads_body;
+  if (e.payloads) {
+    payloads_body = nnsight::server::fuzz::invokes_body(body);
+    body = payloads_body;
   }
   if (flags & 4) path += "?wait=1";
   std::string r = std::string(e.method) + " " + path + " HTTP/1.1\r\nHost: fuzz\r\n";
