@@ -24,6 +24,8 @@
 
 #include <nnsight/llm.hpp>
 
+#include "core/model_path.h"
+#include "core/tokenizer/tokenizer_loader.h"
 #include "support/bench_support.h"
 
 using namespace nnsight;
@@ -165,7 +167,7 @@ int main(int argc, char** argv) {
   if (!llama_simple.empty()) {
     // Text against text: identical continuations, and how many of the exact
     // continuation's tokens llama.cpp's text reproduces before it departs.
-    LLM tok(EngineArgs().model(model).show_progress(false).num_threads(1).kv_cache_memory_mb(16));
+    const Tokenizer tok = load_tokenizer_for_model(resolve_model_path(model));
     int64_t lsame = 0, lprefix = 0;
     for (size_t i = 0; i < n; ++i) {
       const std::string got = run_llama_simple(llama_simple, model, corpus()[i], tokens);

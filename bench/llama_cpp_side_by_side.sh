@@ -158,6 +158,7 @@ import json, os, re, statistics, sys
 out, rounds, model, prompt, gen, batches = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4]), int(sys.argv[5]), [int(b) for b in sys.argv[6].split(',')]
 pairs = int(sys.argv[7])
 mode = sys.argv[8]  # this engine's "packed" runs: packed, or int8 (--fast-untraced)
+def column(m): return "packed" if m == mode else m  # the table's column for engine_bench's weights mode
 vals = {}
 def add(key, v): vals.setdefault(key, []).append(v)
 def jsonl(path):  # llama.cpp's records, one JSON object a line (other lines skipped)
@@ -177,8 +178,7 @@ for r in range(1, rounds + 1):
         if m: bw.append(float(m.group(1)))
         m = re.match(r"RESULT float32/(\w+) (\w+) ([0-9.]+)", line)
         if not m: continue
-        mode_, key, v = m.group(1), m.group(2), float(m.group(3))
-        mode_ = "packed" if mode_ == mode else mode_
+        mode_, key, v = column(m.group(1)), m.group(2), float(m.group(3))
         if key == "prefill_tps": add((mode_, "prefill"), v)
         # Decode: tokens over the steps' total time, as llama.cpp's tools count;
         # the median step's rate (the table's measure until the ninth session)
@@ -193,9 +193,9 @@ for r in range(1, rounds + 1):
     three = {}  # the round's three generations per key, averaged
     for line in open(os.path.join(out, f"et.{r}")):
         m = re.match(r"RESULT float32/(\w+) decode_mean_tps_b1 ([0-9.]+)", line)
-        if m: three.setdefault(("packed" if m.group(1) == mode else m.group(1), "decode1_empty"), []).append(float(m.group(2)))
+        if m: three.setdefault((column(m.group(1)), "decode1_empty"), []).append(float(m.group(2)))
         m = re.match(r"RESULT float32/(\w+) decode_tps_b1 ([0-9.]+)", line)
-        if m: three.setdefault(("packed" if m.group(1) == mode else m.group(1), "decode1_empty_median"), []).append(float(m.group(2)))
+        if m: three.setdefault((column(m.group(1)), "decode1_empty_median"), []).append(float(m.group(2)))
     for k, v in three.items(): add(k, statistics.mean(v))
 med = {k: statistics.median(v) for k, v in vals.items()}
 def get(k): return med.get(k)

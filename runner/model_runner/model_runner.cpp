@@ -8,10 +8,19 @@
 #include "core/gradient_forward.h"
 #include "core/kernels/parallel_chunks.h"
 #include "runner/model_runner/current_step.h"
-#include "runner/step/int8_requests.h"
 #include "tp/collective_error.h"
 
 namespace nnsight::runner {
+
+namespace {
+// The requests whose rows may run with 8-bit activations under
+// RunnerConfig::fast_untraced: no intervention graph (a trace, a generate
+// with a body and a persistent edit all travel as one) and no gradients.
+// The prefix cache needs no salt for them: a traced request never reuses
+// cached blocks (the trace policy turns prefix caching off), so every
+// request that does is an 8-bit one.
+bool runs_int8(const SamplingParams& p) { return p.payload().empty() && !p.gradients(); }
+}  // namespace
 
 ModelRunner::ModelRunner(std::shared_ptr<CausalLM> model, RunnerConfig config)
     : model_(std::move(model)),
@@ -110,17 +119,16 @@ void ModelRunner::mark_int8_rows() {
   int8_tokens_ = kernels::Int8Rows{};
   int8_samples_ = kernels::Int8Rows{};
   if (!config_.fast_untraced || groups().empty()) return;
-  const int64_t tokens = token_ids_device_.size(0);
-  int8_flags_.assign(static_cast<size_t>(tokens), 0);  // rows nobody owns stay exact
+  // Rows nobody owns stay exact.
+  int8_token_flags_.assign(static_cast<size_t>(token_ids_device_.size(0)), 0);
+  int8_sample_flags_.assign(static_cast<size_t>(meta_device_.logits_rows.size(0)), 0);
   for (const auto& r : groups()) {
     if (!runs_int8(states_.at(r.id).params)) continue;
-    std::fill_n(int8_flags_.begin() + r.token_start, r.num_tokens, uint8_t(1));
+    std::fill_n(int8_token_flags_.begin() + r.token_start, r.num_tokens, uint8_t(1));
+    if (r.samples()) int8_sample_flags_[static_cast<size_t>(r.sample_row)] = 1;
   }
-  int8_tokens_ = kernels::Int8Rows::of(int8_flags_);
-  int8_flags_.assign(static_cast<size_t>(meta_device_.logits_rows.size(0)), 0);
-  for (const auto& r : groups())
-    if (r.samples() && runs_int8(states_.at(r.id).params)) int8_flags_[static_cast<size_t>(r.sample_row)] = 1;
-  int8_samples_ = kernels::Int8Rows::of(int8_flags_);
+  int8_tokens_ = kernels::Int8Rows::of(int8_token_flags_);
+  int8_samples_ = kernels::Int8Rows::of(int8_sample_flags_);
 }
 
 at::Tensor ModelRunner::forward() {

@@ -34,7 +34,7 @@ struct RunnerConfig {
   int64_t max_num_seqs = 64;              // sequences per step
   int64_t max_model_len = 8192;           // longest sequence
   bool is_driver = true;                  // rank 0: samples are authoritative
-  bool fast_untraced = false;             // untraced requests' rows with 8-bit activations (runs_int8)
+  bool fast_untraced = false;             // untraced requests' rows with 8-bit activations
 };
 
 class ModelRunner {
@@ -91,7 +91,8 @@ class ModelRunner {
   // level (the forward) and at prompt level (the logits); see int8_rows.h.
   void mark_int8_rows();
   kernels::Int8Rows int8_tokens_, int8_samples_;
-  std::vector<uint8_t> int8_flags_;  // off the CPU: the step's one host-to-device copy
+  std::vector<uint8_t> int8_token_flags_,
+      int8_sample_flags_;  // reused each step  // off the CPU: the step's one host-to-device copy
 };
 
 }  // namespace nnsight::runner
