@@ -8,18 +8,34 @@
 
 namespace nnsight::batching {
 
-Flattener::Flattener(int64_t max_tokens, int64_t max_seqs, int64_t max_blocks_per_seq, int64_t block_size)
-    : block_size_(block_size) {
-  if (block_size <= 0) throw std::invalid_argument("Flattener: block_size must be positive");
+FlatBuffers::FlatBuffers(int64_t max_tokens, int64_t max_seqs, int64_t max_blocks_per_seq) {
   auto i64 = at::TensorOptions().dtype(at::kLong);
   auto i32 = at::TensorOptions().dtype(at::kInt);
-  tokens_ = at::zeros({max_tokens}, i64);
-  positions_ = at::zeros({max_tokens}, i64);
-  slots_ = at::zeros({max_tokens}, i64);
-  query_start_ = at::zeros({max_seqs + 1}, i32);
-  context_lens_ = at::zeros({max_seqs}, i32);
-  block_tables_ = at::zeros({max_seqs, std::max<int64_t>(max_blocks_per_seq, 1)}, i32);
-  logits_rows_ = at::zeros({max_seqs}, i64);
+  tokens = at::zeros({max_tokens}, i64);
+  positions = at::zeros({max_tokens}, i64);
+  slots = at::zeros({max_tokens}, i64);
+  query_start = at::zeros({max_seqs + 1}, i32);
+  context_lens = at::zeros({max_seqs}, i32);
+  block_tables = at::zeros({max_seqs, std::max<int64_t>(max_blocks_per_seq, 1)}, i32);
+  logits_rows = at::zeros({max_seqs}, i64);
+}
+
+void FlatBuffers::view(FlatBatch& batch, int64_t num_tokens, int64_t num_seqs, int64_t num_logits) const {
+  BatchMeta& meta = batch.meta;
+  batch.token_ids = tokens.narrow(0, 0, num_tokens);
+  meta.positions = positions.narrow(0, 0, num_tokens);
+  meta.slot_mapping = slots.narrow(0, 0, num_tokens);
+  meta.query_start = query_start.narrow(0, 0, num_seqs + 1);
+  meta.context_lens = context_lens.narrow(0, 0, num_seqs);
+  meta.block_tables = block_tables.narrow(0, 0, num_seqs);
+  meta.logits_rows = logits_rows.narrow(0, 0, num_logits);
+  meta.num_tokens = num_tokens;
+  meta.num_seqs = num_seqs;
+}
+
+Flattener::Flattener(int64_t max_tokens, int64_t max_seqs, int64_t max_blocks_per_seq, int64_t block_size)
+    : block_size_(block_size), buf_(max_tokens, max_seqs, max_blocks_per_seq) {
+  if (block_size <= 0) throw std::invalid_argument("Flattener: block_size must be positive");
   batch_.meta.block_size = block_size;
   batch_.meta.query_start_host.reserve(static_cast<size_t>(max_seqs + 1));
   batch_.meta.context_lens_host.reserve(static_cast<size_t>(max_seqs));
@@ -28,18 +44,18 @@ Flattener::Flattener(int64_t max_tokens, int64_t max_seqs, int64_t max_blocks_pe
 
 const FlatBatch& Flattener::flatten(const std::vector<const SeqSlot*>& slots) {
   const int64_t num_seqs = static_cast<int64_t>(slots.size());
-  const int64_t max_blocks = block_tables_.size(1);
-  if (num_seqs > context_lens_.size(0)) {
+  const int64_t max_blocks = buf_.block_tables.size(1);
+  if (num_seqs > buf_.context_lens.size(0)) {
     throw std::invalid_argument("Flattener: " + std::to_string(num_seqs) + " sequences exceed the " +
-                                std::to_string(context_lens_.size(0)) + " it was sized for");
+                                std::to_string(buf_.context_lens.size(0)) + " it was sized for");
   }
-  auto* tok = tokens_.data_ptr<int64_t>();
-  auto* pos = positions_.data_ptr<int64_t>();
-  auto* slot = slots_.data_ptr<int64_t>();
-  auto* qs = query_start_.data_ptr<int32_t>();
-  auto* cl = context_lens_.data_ptr<int32_t>();
-  auto* bt = block_tables_.data_ptr<int32_t>();
-  auto* lr = logits_rows_.data_ptr<int64_t>();
+  auto* tok = buf_.tokens.data_ptr<int64_t>();
+  auto* pos = buf_.positions.data_ptr<int64_t>();
+  auto* slot = buf_.slots.data_ptr<int64_t>();
+  auto* qs = buf_.query_start.data_ptr<int32_t>();
+  auto* cl = buf_.context_lens.data_ptr<int32_t>();
+  auto* bt = buf_.block_tables.data_ptr<int32_t>();
+  auto* lr = buf_.logits_rows.data_ptr<int64_t>();
   BatchMeta& meta = batch_.meta;
   BatchGroups& groups = batch_.groups;
   groups.clear();
@@ -51,9 +67,9 @@ const FlatBatch& Flattener::flatten(const std::vector<const SeqSlot*>& slots) {
     const SeqSlot& r = *slots[static_cast<size_t>(s)];
     const int64_t n = r.num_new();
     const int64_t ctx = r.context_len();
-    if (row + n > tokens_.size(0)) {
+    if (row + n > buf_.tokens.size(0)) {
       throw std::invalid_argument("Flattener: " + std::to_string(row + n) + " tokens exceed the " +
-                                  std::to_string(tokens_.size(0)) + " it was sized for");
+                                  std::to_string(buf_.tokens.size(0)) + " it was sized for");
     }
     const int64_t nb = static_cast<int64_t>(r.block_table.size());
     if (nb > max_blocks || nb * block_size_ < ctx) {
@@ -85,15 +101,7 @@ const FlatBatch& Flattener::flatten(const std::vector<const SeqSlot*>& slots) {
     max_ctx = std::max(max_ctx, ctx);
     groups.add(g);
   }
-  batch_.token_ids = tokens_.narrow(0, 0, row);
-  meta.positions = positions_.narrow(0, 0, row);
-  meta.slot_mapping = slots_.narrow(0, 0, row);
-  meta.query_start = query_start_.narrow(0, 0, num_seqs + 1);
-  meta.context_lens = context_lens_.narrow(0, 0, num_seqs);
-  meta.block_tables = block_tables_.narrow(0, 0, num_seqs);
-  meta.logits_rows = logits_rows_.narrow(0, 0, num_logits);
-  meta.num_tokens = row;
-  meta.num_seqs = num_seqs;
+  buf_.view(batch_, row, num_seqs, num_logits);
   meta.max_query_len = max_q;
   meta.max_context_len = max_ctx;
   return batch_;

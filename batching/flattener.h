@@ -26,6 +26,20 @@ struct FlatBatch {
   BatchGroups groups;
 };
 
+// The host buffers a flat batch is laid out in (allocated once, sized by the
+// engine's budgets) and the views of them a FlatBatch holds.
+struct FlatBuffers {
+  FlatBuffers(int64_t max_tokens, int64_t max_seqs, int64_t max_blocks_per_seq);
+  // Points `batch`'s tensors at the first `tokens` / `seqs` / `logits` rows.
+  void view(FlatBatch& batch, int64_t tokens, int64_t seqs, int64_t logits) const;
+
+  at::Tensor tokens, positions, slots;  // [max_tokens] int64
+  at::Tensor query_start;               // [max_seqs + 1] int32
+  at::Tensor context_lens;              // [max_seqs] int32
+  at::Tensor block_tables;              // [max_seqs, max_blocks_per_seq] int32
+  at::Tensor logits_rows;               // [max_seqs] int64
+};
+
 class Flattener {
  public:
   Flattener(int64_t max_tokens, int64_t max_seqs, int64_t max_blocks_per_seq, int64_t block_size);
@@ -37,7 +51,7 @@ class Flattener {
 
  private:
   int64_t block_size_;
-  at::Tensor tokens_, positions_, slots_, query_start_, context_lens_, block_tables_, logits_rows_;
+  FlatBuffers buf_;
   FlatBatch batch_;
 };
 

@@ -3,6 +3,8 @@
 //   - the device's copy bandwidth (a large device-to-device copy) and the
 //     batch-1 decode roofline it implies (bandwidth / weight bytes);
 //   - decode tokens/s at each batch, prefill tokens/s of one long prompt;
+//   - on CUDA, decode with the CUDA kernels switched off (the ATen path) at
+//     the smallest and largest batch, as the kernels' speed-up;
 //   - trace costs at one batch, as ratios to the untraced decode of the same
 //     batch, alternating the variants round after round: saving one layer
 //     every step, steering one layer every step, saving every layer.
@@ -23,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "core/kernels/cuda_kernels.h"
 #include "front/trace_client/graph_file.h"
 #include "front/trace_client/graph_trace.h"
 #include "models/causal_lm.h"
@@ -226,6 +229,27 @@ int main(int argc, char** argv) {
     else
       std::printf("| decode batch %lld | %.1f tokens/s | |\n", static_cast<long long>(b), tps);
     std::fflush(stdout);
+  }
+  // The hand-written CUDA kernels (core/kernels/cuda_kernels.h) against the
+  // ATen calls they replace, at the smallest and largest batch.
+  if (kernels::cuda_kernels_built() && device.is_cuda()) {
+    for (int64_t b : {o.batches.front(), max_batch}) {
+      double on = 0, off = 0;
+      for (int64_t r = 0; r < 2; ++r) {  // alternating, the better of two each
+        const double t_on = decode_seconds(*engine, plain_requests(b, vocab, o.steps + 1), o.steps, device);
+        double t_off = 0;
+        {
+          kernels::UseCudaKernels aten(false);
+          t_off = decode_seconds(*engine, plain_requests(b, vocab, o.steps + 1), o.steps, device);
+        }
+        on = r == 0 ? t_on : std::min(on, t_on);
+        off = r == 0 ? t_off : std::min(off, t_off);
+      }
+      std::printf("| decode batch %lld, ATen path (NNSIGHT_CUDA_KERNELS=0) | %.1f tokens/s | CUDA kernels %.2fx |\n",
+                  static_cast<long long>(b), static_cast<double>(b * o.steps) / off, off / on);
+      std::fflush(stdout);
+      if (o.batches.size() == 1) break;
+    }
   }
   double best = 1e30;
   for (int r = 0; r < 3; ++r) {

@@ -47,6 +47,16 @@ class EngineArgs {
     return *this;
   }  // default off
 
+  // On a CUDA device with one rank, decode steps that no trace, hook or
+  // capture touches replay CUDA graphs captured per padded batch size
+  // (docs/design.md); every other step runs eager. Off: every step eager
+  // (vLLM's --enforce-eager).
+  bool cuda_graphs() const { return cuda_graphs_; }
+  EngineArgs& cuda_graphs(bool v) {
+    cuda_graphs_ = v;
+    return *this;
+  }  // default on
+
   bool dequantize() const { return dequantize_; }
   EngineArgs& dequantize(bool v) {
     dequantize_ = v;
@@ -293,7 +303,7 @@ class EngineArgs {
        worker_timeout_s_, worker_program_, seed_, num_threads_, show_progress_, forward_hooks_, capture_enabled_,
        capture_set_, capture_layers_, capture_sample_rate_, capture_compression_k_, capture_buffer_size_gb_, engine_id_,
        tp_rendezvous_, worker_addresses_, intervention_memory_mb_, dequantize_, max_worker_restarts_, function_plugins_,
-       worker_secret_file_, attach_, fast_untraced_);
+       worker_secret_file_, attach_, fast_untraced_, cuda_graphs_);
   }
 
  private:
@@ -302,6 +312,7 @@ class EngineArgs {
   std::string device_ = "cpu";
   bool dequantize_ = false;
   bool fast_untraced_ = false;
+  bool cuda_graphs_ = true;
   int64_t max_num_seqs_ = 64;
   int64_t max_num_batched_tokens_ = 2048;
   int64_t max_model_len_ = 0;

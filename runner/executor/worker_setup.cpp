@@ -84,6 +84,7 @@ RunnerConfig runner_config_for(const EngineArgs& args, const CausalLM& model, in
   rc.max_num_seqs = args.max_num_seqs();
   rc.max_model_len = max_model_len_for(args, model.config());
   rc.fast_untraced = args.fast_untraced();
+  rc.cuda_graphs = args.cuda_graphs();
   return rc;
 }
 

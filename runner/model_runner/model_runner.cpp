@@ -6,6 +6,8 @@
 #include <optional>
 
 #include "core/gradient_forward.h"
+#include "core/kernels/cuda_kernels.h"
+#include "core/log.h"
 #include "core/kernels/parallel_chunks.h"
 #include "runner/model_runner/current_step.h"
 #include "tp/collective_error.h"
@@ -20,6 +22,10 @@ namespace {
 // cached blocks (the trace policy turns prefix caching off), so every
 // request that does is an 8-bit one.
 bool runs_int8(const SamplingParams& p) { return p.payload().empty() && !p.gradients(); }
+
+// A CUDA graph replays what it recorded: only requests that nothing reads
+// or changes mid-forward (the same rule: no graph, no gradients) may use one.
+bool graph_safe(const SamplingParams& p) { return p.payload().empty() && !p.gradients(); }
 }  // namespace
 
 ModelRunner::ModelRunner(std::shared_ptr<CausalLM> model, RunnerConfig config)
@@ -27,9 +33,26 @@ ModelRunner::ModelRunner(std::shared_ptr<CausalLM> model, RunnerConfig config)
       config_(config),
       inputs_(config.max_num_batched_tokens, config.max_num_seqs,
               (config.max_model_len + config.block_size - 1) / config.block_size, config.block_size) {
-  kv_ = allocate_kv_caches(model_->num_layers(), config_.num_blocks, config_.block_size, model_->local_kv_heads(),
-                           model_->head_dim(), model_->options());
+  // CUDA graphs need a decode attention that reads everything from device
+  // memory (the CUDA kernels') and no collectives inside the graph.
+  const bool graphs = config_.cuda_graphs && model_->options().device().is_cuda() && model_->parallel().single() &&
+                      kernels::cuda_kernels_built() && model_->head_dim() <= 256;
+  // With graphs, one more block than the block manager hands out: the
+  // padding rows' scratch block.
+  kv_ = allocate_kv_caches(model_->num_layers(), config_.num_blocks + (graphs ? 1 : 0), config_.block_size,
+                           model_->local_kv_heads(), model_->head_dim(), model_->options());
   structure_ = ModelStructure::probe(*model_, kv_);
+  if (graphs) {
+    graphs_ = std::make_unique<DecodeGraphs>(
+        *model_, kv_,
+        DecodeGraphOptions()
+            .rows(config_.max_num_seqs)
+            .blocks_per_seq((config_.max_model_len + config_.block_size - 1) / config_.block_size)
+            .block(config_.block_size)
+            .scratch(static_cast<int32_t>(config_.num_blocks))
+            .context(config_.max_model_len));
+    for (const auto& [name, m] : model_->named_hookable_modules()) hookable_.push_back(m);
+  }
 }
 
 void ModelRunner::add_observer(std::shared_ptr<StepObserver> observer) { observers_.push_back(std::move(observer)); }
@@ -102,6 +125,20 @@ void ModelRunner::prepare_inputs(const SchedulerOutput& step) {
   for (const auto& s : step.scheduled)
     if (!failed_.count(s.id) && states_.count(s.id)) scheduled_.push_back(&s);
   const batching::FlatBatch& batch = inputs_.flatten(scheduled_);
+  graph_candidate_ = graphs_ && graphs_->bucket_for(batch) > 0 && graph_allowed_by_requests() &&
+                     kernels::cuda_kernels_for(kv_.front().key);
+  if (graph_candidate_) {
+    // The graph's bucket uploads the inputs; until then the step's host meta.
+    token_ids_device_ = at::Tensor();
+    meta_device_ = batch.meta;
+  } else {
+    upload_eager_inputs();
+  }
+  mark_int8_rows();
+}
+
+void ModelRunner::upload_eager_inputs() {
+  const batching::FlatBatch& batch = inputs_.batch();
   const at::Device device = model_->options().device();
   if (device.is_cpu()) {
     token_ids_device_ = batch.token_ids;
@@ -112,7 +149,34 @@ void ModelRunner::prepare_inputs(const SchedulerOutput& step) {
     token_ids_device_ = std::move(up.token_ids);
     meta_device_ = std::move(up.meta);
   }
-  mark_int8_rows();
+}
+
+bool ModelRunner::graph_allowed_by_requests() const {
+  for (const auto& r : groups())
+    if (!graph_safe(states_.at(r.id).params)) return false;
+  return true;
+}
+
+bool ModelRunner::no_module_hooked() const {
+  for (const Module* m : hookable_)
+    if (m->has_hooks()) return false;
+  return true;
+}
+
+at::Tensor ModelRunner::run_decode_graph() {
+  try {
+    DecodeGraphs::Step s = graphs_->run(inputs_.batch());
+    token_ids_device_ = std::move(s.token_ids);
+    meta_device_ = std::move(s.meta);
+    return s.logits;
+  } catch (const std::exception& e) {
+    // A model whose forward cannot be captured (a host synchronization, a
+    // shape that depends on values) runs eager from here on.
+    log_warning(std::string("CUDA graphs off for this engine, every step runs eager: ") + e.what());
+    graphs_.reset();
+    graph_candidate_ = false;
+    return at::Tensor();
+  }
 }
 
 void ModelRunner::mark_int8_rows() {
@@ -120,8 +184,9 @@ void ModelRunner::mark_int8_rows() {
   int8_samples_ = kernels::Int8Rows{};
   if (!config_.fast_untraced || groups().empty()) return;
   // Rows nobody owns stay exact.
-  int8_token_flags_.assign(static_cast<size_t>(token_ids_device_.size(0)), 0);
-  int8_sample_flags_.assign(static_cast<size_t>(meta_device_.logits_rows.size(0)), 0);
+  const batching::BatchMeta& meta = inputs_.batch().meta;
+  int8_token_flags_.assign(static_cast<size_t>(meta.num_tokens), 0);
+  int8_sample_flags_.assign(static_cast<size_t>(meta.logits_rows.size(0)), 0);
   for (const auto& r : groups()) {
     if (!runs_int8(states_.at(r.id).params)) continue;
     std::fill_n(int8_token_flags_.begin() + r.token_start, r.num_tokens, uint8_t(1));
@@ -236,9 +301,17 @@ ModelRunnerOutput ModelRunner::execute(const SchedulerOutput& step) {
       meta_device_ = meta_device_.clone();
     }
     for (auto& o : observers_) o->before_forward(ctx);
-    at::Tensor hidden = forward();
-    for (auto& o : observers_) o->after_forward(ctx);
-    at::Tensor logits = compute_logits(hidden);
+    // Hooks a before_forward installed rule the graph out.
+    at::Tensor logits;
+    if (graph_candidate_ && no_module_hooked()) logits = run_decode_graph();
+    if (logits.defined()) {
+      for (auto& o : observers_) o->after_forward(ctx);
+    } else {
+      if (!token_ids_device_.defined()) upload_eager_inputs();
+      at::Tensor hidden = forward();
+      for (auto& o : observers_) o->after_forward(ctx);
+      logits = compute_logits(hidden);
+    }
     for (auto& o : observers_) o->on_logits(ctx, logits);
     at::Tensor tokens = sample(gradients ? logits.detach() : logits, out);
     for (auto& o : observers_) o->on_samples(ctx, tokens);

@@ -20,6 +20,7 @@
 #include "models/causal_lm.h"
 #include "batching/batch_upload.h"
 #include "batching/flattener.h"
+#include "runner/model_runner/decode_graphs.h"
 #include "runner/model_runner/model_structure.h"
 #include "runner/sampling/sampler.h"
 #include "runner/step/step_data.h"
@@ -28,13 +29,14 @@
 namespace nnsight::runner {
 
 struct RunnerConfig {
-  int64_t num_blocks = 1024;              // KV-cache blocks (per layer)
+  int64_t num_blocks = 1024;              // KV-cache blocks (per layer; one more with CUDA graphs)
   int64_t block_size = 16;                // tokens per block
   int64_t max_num_batched_tokens = 2048;  // flat batch capacity
   int64_t max_num_seqs = 64;              // sequences per step
   int64_t max_model_len = 8192;           // longest sequence
   bool is_driver = true;                  // rank 0: samples are authoritative
   bool fast_untraced = false;             // untraced requests' rows with 8-bit activations
+  bool cuda_graphs = false;               // decode steps of untraced requests replay CUDA graphs (CUDA, one rank)
 };
 
 class ModelRunner {
@@ -49,6 +51,8 @@ class ModelRunner {
   // The user functions its observers can call (ModelStructure::functions).
   void set_function_names(std::vector<std::string> names) { structure_.set_functions(std::move(names)); }
   const RunnerConfig& config() const { return config_; }
+  // The captured decode graphs (null: this runner runs every step eager).
+  const DecodeGraphs* decode_graphs() const { return graphs_.get(); }
   std::vector<KVCache>& kv_caches() { return kv_; }
 
   // ---- phases (public so tests can drive them one by one)
@@ -87,6 +91,16 @@ class ModelRunner {
   at::Tensor token_ids_device_;
   batching::BatchMeta meta_device_;
   std::unique_ptr<batching::BatchUploader> uploader_;
+  // RunnerConfig::cuda_graphs (decode_graphs.h). graph_candidate_: this
+  // step's requests allow a graph (checked again for hooks after the
+  // observers' before_forward); its eager inputs are then not uploaded.
+  void upload_eager_inputs();
+  at::Tensor run_decode_graph();  // the step's logits, or undefined when graphs just failed
+  bool graph_allowed_by_requests() const;
+  bool no_module_hooked() const;
+  std::unique_ptr<DecodeGraphs> graphs_;
+  std::vector<Module*> hookable_;
+  bool graph_candidate_ = false;
   // Under fast_untraced: this step's rows of untraced requests, at token
   // level (the forward) and at prompt level (the logits); see int8_rows.h.
   void mark_int8_rows();

@@ -171,8 +171,7 @@ at::Tensor RotaryAttention::forward(const at::Tensor& x, const batching::BatchMe
     // them, and they are rotated in place (two copies fewer per layer and step).
     if (q_from->has_hooks() || !q.is_contiguous()) q = q.clone(at::MemoryFormat::Contiguous);
     if (k_from->has_hooks() || !k.is_contiguous()) k = k.clone(at::MemoryFormat::Contiguous);
-    spec_.rotary->apply_(q, meta.positions);
-    spec_.rotary->apply_(k, meta.positions);
+    spec_.rotary->apply_qk_(q, k, meta.positions);
     at::Tensor o = points->attend(q, k, v, kv, meta, spec_.scale, spec_.options);  // [T, heads, d]
     return o_proj->forward(kernels::reshaped(o, {t, local_heads_ * d}));
   });

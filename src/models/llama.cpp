@@ -64,8 +64,7 @@ at::Tensor LlamaAttention::forward(const at::Tensor& x, const batching::BatchMet
     // are rotated in place (two copies fewer per layer and step).
     if (q_proj->has_hooks()) q = q.clone();
     if (k_proj->has_hooks()) k = k.clone();
-    rotary_->apply_(q, meta.positions);
-    rotary_->apply_(k, meta.positions);
+    rotary_->apply_qk_(q, k, meta.positions);
     at::Tensor o = points->attend(q, k, v, kv, meta, scale_, options_);  // [T, heads, d]
     return o_proj->forward(kernels::reshaped(o, {t, local_heads_ * head_dim_}));
   });

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/kernels/call_successors.h"
+#include "core/kernels/cuda_kernels.h"
 #include "core/kernels/kernel_gradients.h"
 #include "core/kernels/parallel_chunks.h"
 #include "core/kernels/row_ops.h"
@@ -450,7 +451,11 @@ at::Tensor paged_attention(const at::Tensor& q, const KVCache& cache, const batc
   TORCH_CHECK(q.dim() == 3, "paged_attention: q must be [tokens, heads, head_dim]");
   TORCH_CHECK(q.size(1) % cache.num_kv_heads() == 0, "paged_attention: heads not a multiple of kv heads");
   TORCH_CHECK(options.sliding_window >= 0 && options.logit_softcap >= 0.0, "paged_attention: bad options");
-  if (!cpu_kernels_for(q)) return paged_attention_batched(q, cache, meta, scale, options);
+  if (!cpu_kernels_for(q)) {
+    if (cuda::decode_attention_applies(q, cache, meta))
+      return cuda::paged_decode_attention(q, cache, meta, scale, options);
+    return paged_attention_batched(q, cache, meta, scale, options);
+  }
   // Without the conversions' dispatch when there is nothing to convert (every decode step).
   const bool same = q.scalar_type() == cache.key.scalar_type();
   at::Tensor qc = same && q.is_contiguous() ? q : q.to(cache.key.dtype()).contiguous();

@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "core/kernels/add.h"
+#include "core/kernels/cuda_kernels.h"
 #include "core/kernels/kernel_gradients.h"
 #include "core/kernels/parallel_chunks.h"
 #include "core/kernels/undispatched.h"
@@ -78,6 +79,9 @@ at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps) {
                                     [&] { rms_norm_cpu<scalar_t>(xc, weight.contiguous(), eps, out); });
     return out;
   }
+  if (cuda_kernels_for(x) && cuda_kernels_for(weight) && x.is_contiguous() && weight.is_contiguous() &&
+      x.scalar_type() == weight.scalar_type())
+    return cuda::rms_norm(x, weight, eps);
   at::Tensor xf = x.to(at::kFloat);
   at::Tensor normed = xf * at::rsqrt(xf.pow(2).mean(-1, /*keepdim=*/true) + eps);
   return weight * normed.to(x.dtype());
@@ -90,6 +94,12 @@ std::pair<at::Tensor, at::Tensor> add_rms_norm(const at::Tensor& a, const at::Te
   };
   if (!(own(a) && own(b) && own(weight) && a.dim() == 2 && a.sizes().equals(b.sizes()) && weight.dim() == 1 &&
         weight.size(0) == a.size(1))) {
+    const auto fused_on_cuda = [&](const at::Tensor& t) {
+      return cuda_kernels_for(t) && t.is_contiguous() && t.scalar_type() == a.scalar_type();
+    };
+    if (fused_on_cuda(a) && fused_on_cuda(b) && fused_on_cuda(weight) && a.dim() == 2 && a.sizes().equals(b.sizes()) &&
+        weight.dim() == 1 && weight.size(0) == a.size(1))
+      return cuda::add_rms_norm(a, b, weight, eps);
     at::Tensor sum = kernels::add(a, b);
     at::Tensor normed = rms_norm(sum, weight, eps);
     return {std::move(sum), std::move(normed)};

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/kernels/cuda_kernels.h"
 #include "core/kernels/kernel_gradients.h"
 #include "core/kernels/parallel_chunks.h"
 #include "core/kernels/kernel_path.h"
@@ -97,6 +98,26 @@ RotaryEmbedding::RotaryEmbedding(int64_t head_dim, int64_t max_position, double 
   sin_ = freqs.sin().contiguous();
 }
 
+void RotaryEmbedding::ensure_device_tables(const at::Tensor& x) const {
+  if (!cos_device_.defined() || cos_device_.device() != x.device() || cos_device_.scalar_type() != x.scalar_type()) {
+    cos_device_ = cos_.to(x.device(), x.scalar_type());
+    sin_device_ = sin_.to(x.device(), x.scalar_type());
+  }
+}
+
+void RotaryEmbedding::apply_qk_(at::Tensor& q, at::Tensor& k, const at::Tensor& positions) const {
+  if (cuda_kernels_for(q) && cuda_kernels_for(k) && q.scalar_type() == k.scalar_type() && q.dim() == 3 &&
+      k.dim() == 3 && q.is_contiguous() && k.is_contiguous() && q.size(0) == k.size(0) && q.size(2) >= head_dim_ &&
+      k.size(2) >= head_dim_ && positions.scalar_type() == at::kLong && positions.device() == q.device() &&
+      positions.is_contiguous()) {
+    ensure_device_tables(q);
+    cuda::rotary_qk_(q, k, positions, cos_device_, sin_device_, head_dim_);
+    return;
+  }
+  apply_(q, positions);
+  apply_(k, positions);
+}
+
 void RotaryEmbedding::apply_(at::Tensor& x, const at::Tensor& positions) const {
   TORCH_CHECK(x.dim() == 3 && x.size(2) >= head_dim_, "RotaryEmbedding: x must be [tokens, heads, >= ", head_dim_, "]");
   if (records_grad(x)) {
@@ -110,10 +131,7 @@ void RotaryEmbedding::apply_(at::Tensor& x, const at::Tensor& positions) const {
   }
   // Device-generic path.
   const int64_t half = head_dim_ / 2;
-  if (!cos_device_.defined() || cos_device_.device() != x.device() || cos_device_.scalar_type() != x.scalar_type()) {
-    cos_device_ = cos_.to(x.device(), x.scalar_type());
-    sin_device_ = sin_.to(x.device(), x.scalar_type());
-  }
+  ensure_device_tables(x);
   at::Tensor c = cos_device_.index_select(0, positions).unsqueeze(1);  // [T, 1, half]
   at::Tensor s = sin_device_.index_select(0, positions).unsqueeze(1);
   at::Tensor x1 = x.narrow(2, 0, half).clone();

@@ -26,6 +26,8 @@ class RotaryEmbedding {
   // autograd records: kernel_gradients.h). x: [num_tokens, heads, D] with D >= head_dim (the
   // first head_dim features of each head turn); positions: [num_tokens] int64.
   void apply_(at::Tensor& x, const at::Tensor& positions) const;
+  // apply_(q) and apply_(k); on CUDA one kernel launch for both.
+  void apply_qk_(at::Tensor& q, at::Tensor& k, const at::Tensor& positions) const;
 
   int64_t max_position() const { return max_position_; }
   const at::Tensor& inv_freq() const { return inv_freq_; }  // [head_dim / 2] float32
@@ -42,6 +44,8 @@ class RotaryEmbedding {
   // The tables on the device the model runs on, in the activations' dtype:
   // made on the first call there, not copied host to device every call.
   mutable at::Tensor cos_device_, sin_device_;
+  // cos_device_ / sin_device_ for x's device and dtype, made on first use.
+  void ensure_device_tables(const at::Tensor& x) const;
 };
 
 }  // namespace nnsight::kernels

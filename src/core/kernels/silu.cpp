@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 
 #include "core/kernels/cpu_features.h"
+#include "core/kernels/cuda_kernels.h"
 #include "core/kernels/kernel_gradients.h"
 #include "core/kernels/lane_mask.h"
 #include "core/kernels/parallel_chunks.h"
@@ -78,6 +79,9 @@ at::Tensor silu_mul(const at::Tensor& gate, const at::Tensor& up) {
 #if defined(NNSIGHT_SILU_AVX512)
   if (own_path(gate) && own_path(up) && gate.sizes().equals(up.sizes())) return run(gate, &up);
 #endif
+  if (cuda_kernels_for(gate) && cuda_kernels_for(up) && gate.dim() == 2 && gate.sizes().equals(up.sizes()) &&
+      gate.stride(1) == 1 && up.stride(1) == 1 && gate.scalar_type() == up.scalar_type())
+    return cuda::silu_mul(gate, up);
   return at::silu(gate) * up;
 }
 

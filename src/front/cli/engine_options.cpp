@@ -39,6 +39,7 @@ void add_engine_options(CLI::App& cmd, EngineOptions& o) {
   g.add_flag("--fast-untraced", o.fast_untraced,
              "untraced requests' rows with 8-bit activations: faster, not exact; traced rows stay exact "
              "(docs/weights.md)");
+  g.add_flag("--enforce-eager", o.enforce_eager, "no CUDA graphs: every step runs eager (docs/design.md)");
   g.add_option("--forward-hooks", o.forward_hooks, "FILE|JSON: forward-hook specs (docs/hooks.md)");
   g.add_option("--engine-id", o.engine_id, "names the engine's shared-memory segments");
   g.add_flag("--capture", o.capture, "activation capture into shared memory (docs/capture.md)");
@@ -65,6 +66,7 @@ EngineArgs engine_args_from(const CLI::App& cmd, const EngineOptions& o) {
   e.kv_cache_memory_mb(o.kv_cache_mb).block_size(o.block_size).intervention_memory_mb(o.intervention_memory_mb);
   e.enable_prefix_caching(!o.no_prefix_caching).enable_chunked_prefill(!o.no_chunked_prefill);
   e.show_progress(!o.no_progress).dequantize(o.dequantize).fast_untraced(o.fast_untraced);
+  e.cuda_graphs(!o.enforce_eager);
   if (given("--forward-hooks")) e.forward_hooks(hooks::load_hook_specs(o.forward_hooks).dump());
   if (given("--engine-id")) e.engine_id(o.engine_id);
   // Each capture setter marks capture as configured (the environment's

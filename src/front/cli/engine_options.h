@@ -24,6 +24,7 @@ struct EngineOptions {
   int64_t intervention_memory_mb = defaults.intervention_memory_mb();
   bool no_prefix_caching = false, no_chunked_prefill = false, no_progress = false, dequantize = false;
   bool fast_untraced = false;
+  bool enforce_eager = false;
   bool capture = false;
   std::string capture_layers;
   double capture_sample_rate = 1.0, capture_buffer_gb = 0.25;

@@ -3,9 +3,11 @@
 #include <atomic>
 #include <future>
 #include <memory>
+#include <string>
 
 #include <nnsight/error.hpp>
 
+#include "core/host_copies.h"
 #include "front/trace_client/collect_trace_result.h"
 #include "front/trace_client/interrupt.h"
 #include "front/trace_client/result_thread.h"
@@ -13,14 +15,21 @@
 namespace nnsight::tracing {
 
 namespace {
-bool on_device(const std::vector<RequestOutput>& outputs) {
-  for (const auto& o : outputs)
-    for (const auto& [name, v] : o.saves) {
-      if (v.tensor.defined() && !v.tensor.device().is_cpu()) return true;
-      for (const auto& t : v.list)
-        if (t.defined() && !t.device().is_cpu()) return true;
+// Calls f on every saved tensor, in one fixed order.
+template <typename F>
+void for_each_save(std::vector<RequestOutput>& outputs, F&& f) {
+  for (auto& o : outputs)
+    for (auto& [name, v] : o.saves) {
+      if (v.tensor.defined()) f(v.tensor);
+      for (auto& t : v.list)
+        if (t.defined()) f(t);
     }
-  return false;
+}
+
+bool on_device(std::vector<RequestOutput>& outputs) {
+  bool any = false;
+  for_each_save(outputs, [&](at::Tensor& t) { any = any || !t.device().is_cpu(); });
+  return any;
 }
 }  // namespace
 
@@ -64,10 +73,25 @@ TraceFuture submit_trace(runner::AsyncEngine& engine, std::vector<runner::Reques
     };
     // Saves already on the host have nothing to move: finishing here costs
     // less than waking another thread (a 1-token trace's whole overhead).
-    if (on_device(*shared))
-      run_on_result_thread(std::move(finish));
-    else
+    if (!on_device(*shared)) return finish();
+    // Saves on a GPU start for the host here, on a side stream (this thread
+    // only enqueues the copies); the result thread waits for them to land.
+    std::vector<at::Tensor> tensors;
+    for_each_save(*shared, [&](at::Tensor& t) { tensors.push_back(t); });
+    auto copies = std::make_shared<HostCopies>(HostCopies::start(std::move(tensors)));
+    run_on_result_thread([shared, copies, finish = std::move(finish)] {
+      try {
+        std::vector<at::Tensor> hosts = copies->wait();
+        size_t i = 0;
+        for_each_save(*shared, [&](at::Tensor& t) { t = std::move(hosts[i++]); });
+      } catch (const std::exception& e) {
+        // A failed copy (a GPU fault) is the trace's error, not the thread's.
+        const std::string why = std::string("moving the trace's saves to the host failed: ") + e.what();
+        for (auto& o : *shared)
+          if (o.error.empty()) o.error = why;
+      }
       finish();
+    });
   };
   auto handles = submit_trace(engine, std::move(requests), std::move(on_done),
                               TraceSubmitOptions().order(std::move(output_order)));

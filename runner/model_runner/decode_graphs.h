@@ -1,0 +1,115 @@
+// DecodeGraphs: decode steps replayed from captured CUDA graphs, as vLLM
+// does. A step whose every row is one token of an untraced request is padded
+// to the next bucket size (batching::DecodePadder: 1, 2, 4, 8, then
+// multiples of 8 up to max_num_seqs), its inputs land in that bucket's fixed
+// device buffers in one host-to-device copy, and the bucket's graph -- the
+// whole forward and the logits, captured once -- is replayed: one launch
+// where the eager step launches a few hundred kernels, each paying the
+// host's launch cost.
+//
+// A bucket's graph is captured the first time a step needs it (a warm-up
+// forward, then the capture, on a side stream; all buckets share one memory
+// pool). A graph replays exactly the kernels it recorded, so the runner uses
+// one only where nothing else may run: no trace, no forward hook, no
+// capture, no gradients, one rank; other steps run eager. Decode attention
+// must read everything from device memory (kernels::cuda's decode kernel):
+// the runner asks for graphs only where that kernel runs.
+//
+// On a device without graphs (the CPU; `capture(false)`) the same padded
+// buffers run the forward eagerly: the tests check the padding there.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "batching/batch_upload.h"
+#include "batching/decode_padder.h"
+#include "batching/flattener.h"
+#include "core/kv_cache.h"
+#include "models/causal_lm.h"
+
+namespace nnsight::runner {
+
+struct DecodeGraphOptions {
+  int64_t max_rows = 64;           // the largest bucket (the engine's max_num_seqs)
+  int64_t max_blocks_per_seq = 1;  // the block tables' width
+  int64_t block_size = 16;         // tokens per cache block
+  int32_t scratch_block = 0;       // a cache block no request owns (padding rows write there)
+  int64_t max_context_len = 8192;  // the engine's max_model_len
+  bool capture = true;             // false: run the padded forward eagerly (tests)
+  bool fixed_host_fields = false;  // eager runs see the bucket's fixed host fields, as a replayed graph does
+
+  DecodeGraphOptions& rows(int64_t v) {
+    max_rows = v;
+    return *this;
+  }
+  DecodeGraphOptions& blocks_per_seq(int64_t v) {
+    max_blocks_per_seq = v;
+    return *this;
+  }
+  DecodeGraphOptions& block(int64_t v) {
+    block_size = v;
+    return *this;
+  }
+  DecodeGraphOptions& scratch(int32_t v) {
+    scratch_block = v;
+    return *this;
+  }
+  DecodeGraphOptions& context(int64_t v) {
+    max_context_len = v;
+    return *this;
+  }
+  DecodeGraphOptions& as_replayed(bool v) {
+    fixed_host_fields = v;
+    return *this;
+  }
+  DecodeGraphOptions& captured(bool v) {
+    capture = v;
+    return *this;
+  }
+};
+
+class DecodeGraphs {
+ public:
+  DecodeGraphs(CausalLM& model, std::vector<KVCache>& kv, DecodeGraphOptions options);
+  ~DecodeGraphs();
+  DecodeGraphs(const DecodeGraphs&) = delete;
+  DecodeGraphs& operator=(const DecodeGraphs&) = delete;
+
+  // The bucket sizes for a largest bucket of max_rows: 1, 2, 4, 8, 16, 24, ...
+  static std::vector<int64_t> bucket_sizes(int64_t max_rows);
+  // The bucket that holds this step, or 0 (not a decode step, or too many rows).
+  int64_t bucket_for(const batching::FlatBatch& batch) const;
+
+  struct Step {
+    at::Tensor logits;         // [num_seqs, vocab]: a view of the bucket's output, valid until the next run
+    at::Tensor token_ids;      // [num_seqs] on the device: the step's rows of the bucket's inputs
+    batching::BatchMeta meta;  // the step's rows of the bucket's inputs (host fields the step's own)
+  };
+  // Runs a decode step (bucket_for(batch) > 0) through its bucket's graph.
+  Step run(const batching::FlatBatch& batch);
+
+  int64_t graphs_captured() const { return captured_; }
+  int64_t replays() const { return replays_; }
+
+ private:
+  struct Bucket;
+  Bucket& bucket(int64_t rows);
+  at::Tensor forward_and_logits(const batching::DeviceBatch& inputs);
+  void capture(Bucket& b);
+
+  CausalLM& model_;
+  std::vector<KVCache>& kv_;
+  DecodeGraphOptions options_;
+  std::vector<int64_t> sizes_;
+  std::vector<std::unique_ptr<Bucket>> buckets_;  // one per size, made on first use
+  batching::DecodePadder padder_;
+  std::pair<unsigned long long, unsigned long long> pool_{0, 0};  // the graphs' shared memory pool
+  int64_t captured_ = 0, replays_ = 0;
+};
+
+}  // namespace nnsight::runner

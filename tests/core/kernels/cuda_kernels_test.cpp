@@ -1,0 +1,210 @@
+// The hand-written CUDA kernels (core/kernels/cuda_kernels.h) against the
+// ATen calls they replace and a float64 reference: the residual add and
+// RMSNorm, silu(gate) * up (also on the strided halves of a fused gate_up
+// output), rotary on q and k (bitwise the ATen path's rounding), and decode
+// attention over the paged cache (GQA, sliding window, softcap, head
+// dimensions that are not multiples of 32, blocks out of order), which must
+// also give a sequence's row bitwise the same alone or batched. They need a
+// GPU and a build with the kernels: elsewhere each test skips and says why;
+// one test checks what a build without them does.
+#include "core/kernels/cuda_kernels.h"
+
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "batching/flattener.h"
+#include "core/kernels/paged_attention.h"
+#include "core/kernels/rms_norm.h"
+#include "core/kernels/rotary.h"
+#include "core/kernels/silu.h"
+#include "core/kv_cache.h"
+#include "support/seq_slots.h"
+#include "tp/nccl_process_group.h"
+
+namespace nnsight {
+namespace {
+
+std::string why_no_kernels() {
+  if (!kernels::cuda_kernels_built())
+    return "this build has no CUDA kernels (a CPU LibTorch or no nvcc at configure time; see scripts/gpu-build)";
+  if (tp::cuda_device_count() < 1) return "no CUDA GPU is visible";
+  return "";
+}
+
+#define SKIP_WITHOUT_KERNELS() \
+  if (auto why = why_no_kernels(); !why.empty()) GTEST_SKIP() << "CUDA kernel test skipped: " << why
+
+// ||a - b|| / ||b|| in float64.
+double rel_err(const at::Tensor& a, const at::Tensor& b) {
+  const at::Tensor ad = a.to(at::kCPU).to(at::kDouble), bd = b.to(at::kCPU).to(at::kDouble);
+  return (ad - bd).norm().item<double>() / std::max(bd.norm().item<double>(), 1e-30);
+}
+
+double tolerance(at::ScalarType t) { return t == at::kFloat ? 1e-5 : t == at::kHalf ? 2e-3 : 1e-2; }
+
+const at::ScalarType kTypes[] = {at::kFloat, at::kBFloat16, at::kHalf};
+
+TEST(CudaKernels, WithoutThemEveryCallerKeepsItsAtenPath) {
+  const at::Tensor x = at::randn({2, 8});
+  EXPECT_FALSE(kernels::cuda_kernels_for(x)) << "a CPU tensor never takes the CUDA kernels";
+  if (kernels::cuda_kernels_built()) GTEST_SKIP() << "this build has the CUDA kernels: the tests below cover them";
+  EXPECT_THROW(kernels::cuda::rms_norm(x, at::ones({8}), 1e-6), c10::Error);
+}
+
+TEST(CudaKernels, AddRmsNormEqualsTheAtenPath) {
+  SKIP_WITHOUT_KERNELS();
+  at::manual_seed(1);
+  for (at::ScalarType type : kTypes) {
+    for (int64_t rows : {1, 7, 33}) {
+      for (int64_t hidden : {64, 576, 4099}) {
+        const auto opts = at::TensorOptions().dtype(type).device(at::kCUDA);
+        const at::Tensor a = at::randn({rows, hidden}, opts), b = at::randn({rows, hidden}, opts);
+        const at::Tensor w = at::rand({hidden}, opts) + 0.5;
+        ASSERT_TRUE(kernels::cuda_kernels_for(a));
+        const auto [sum, out] = kernels::add_rms_norm(a, b, w, 1e-5);
+        const at::Tensor normed = kernels::rms_norm(a, w, 1e-5);
+        kernels::UseCudaKernels off(false);
+        ASSERT_FALSE(kernels::cuda_kernels_for(a));
+        const auto [sum_ref, out_ref] = kernels::add_rms_norm(a, b, w, 1e-5);
+        const std::string where =
+            std::string(c10::toString(type)) + " " + std::to_string(rows) + "x" + std::to_string(hidden);
+        EXPECT_TRUE(at::equal(sum, sum_ref)) << "the residual sum is one rounded add: " << where;
+        EXPECT_LE(rel_err(out, out_ref), tolerance(type)) << where;
+        EXPECT_LE(rel_err(normed, kernels::rms_norm(a, w, 1e-5)), tolerance(type)) << where;
+        // float64 reference, Hugging Face's order.
+        const at::Tensor s64 = sum_ref.to(at::kDouble);
+        const at::Tensor ref =
+            w.to(at::kDouble) * (s64 * at::rsqrt(s64.pow(2).mean(-1, true) + 1e-5)).to(type).to(at::kDouble);
+        EXPECT_LE(rel_err(out, ref), tolerance(type)) << where;
+      }
+    }
+  }
+}
+
+TEST(CudaKernels, SiluMulEqualsTheAtenPathOnContiguousAndFusedHalves) {
+  SKIP_WITHOUT_KERNELS();
+  at::manual_seed(2);
+  for (at::ScalarType type : kTypes) {
+    const auto opts = at::TensorOptions().dtype(type).device(at::kCUDA);
+    for (int64_t rows : {1, 5, 64}) {
+      const int64_t n = 1536 + 3;
+      const at::Tensor fused = at::randn({rows, 2 * n}, opts) * 3;
+      const at::Tensor gate = fused.narrow(1, 0, n), up = fused.narrow(1, n, n);  // strided rows
+      const at::Tensor gate_c = gate.contiguous(), up_c = up.contiguous();
+      const at::Tensor a = kernels::silu_mul(gate, up), b = kernels::silu_mul(gate_c, up_c);
+      const at::Tensor ref = at::silu(gate_c) * up_c;
+      EXPECT_TRUE(at::equal(a, b)) << "strided and contiguous inputs give the same bits";
+      EXPECT_LE(rel_err(a, ref), tolerance(type)) << c10::toString(type) << " rows " << rows;
+      const at::Tensor g64 = gate_c.to(at::kDouble);
+      EXPECT_LE(rel_err(a, (g64 / (1 + at::exp(-g64))).to(type).to(at::kDouble) * up_c.to(at::kDouble)),
+                tolerance(type));
+    }
+  }
+}
+
+TEST(CudaKernels, RotaryOnQAndKIsTheAtenPathBitwise) {
+  SKIP_WITHOUT_KERNELS();
+  at::manual_seed(3);
+  for (at::ScalarType type : kTypes) {
+    for (int64_t rot : {64, 32}) {  // whole heads, and a partial rotary dimension
+      const kernels::RotaryEmbedding rope(rot, 4096, 10000.0, RopeScaling{});
+      const auto opts = at::TensorOptions().dtype(type).device(at::kCUDA);
+      const int64_t tokens = 37;
+      const at::Tensor q = at::randn({tokens, 9, 64}, opts), k = at::randn({tokens, 3, 64}, opts);
+      const at::Tensor positions =
+          at::randint(0, 4096, {tokens}, at::TensorOptions().dtype(at::kLong).device(at::kCUDA));
+      at::Tensor qf = q.clone(), kf = k.clone();
+      rope.apply_qk_(qf, kf, positions);
+      at::Tensor qa = q.clone(), ka = k.clone();
+      {
+        kernels::UseCudaKernels off(false);
+        rope.apply_qk_(qa, ka, positions);
+      }
+      EXPECT_FALSE(at::equal(qf, q)) << "q was rotated";
+      EXPECT_TRUE(at::equal(qf, qa)) << c10::toString(type) << " rot " << rot << ": max diff "
+                                     << (qf.to(at::kFloat) - qa.to(at::kFloat)).abs().max().item<float>();
+      EXPECT_TRUE(at::equal(kf, ka)) << c10::toString(type) << " rot " << rot;
+    }
+  }
+}
+
+std::vector<int32_t> shuffled_blocks(int64_t count, int64_t first) {
+  std::vector<int32_t> b(static_cast<size_t>(count));
+  std::iota(b.begin(), b.end(), static_cast<int32_t>(first));
+  std::reverse(b.begin(), b.end());
+  return b;
+}
+
+TEST(CudaKernels, DecodeAttentionEqualsTheGenericPath) {
+  SKIP_WITHOUT_KERNELS();
+  at::manual_seed(4);
+  constexpr int64_t kBlock = 16;
+  // Decodes after 0, 4, 16, 63 and 299 cached keys (1 to 300 keys each).
+  const std::vector<int64_t> cached = {0, 4, 16, 63, 299};
+  std::vector<batching::SeqSlot> slots;
+  int64_t next_block = 0;
+  for (int64_t c : cached) {
+    const int64_t blocks = (c + 1 + kBlock - 1) / kBlock;
+    slots.push_back(testing::seq_slot(c, 1, shuffled_blocks(blocks, next_block)));
+    next_block += blocks;
+  }
+  const auto meta_cpu = batching::flatten_slots(slots, kBlock).meta;
+  const auto meta = meta_cpu.to(at::Device(at::kCUDA));
+  for (at::ScalarType type : {at::kFloat, at::kBFloat16}) {
+    for (const auto& [heads, kv_heads] : {std::pair<int64_t, int64_t>{4, 4}, {6, 2}, {5, 1}}) {
+      for (int64_t d : {64, 80, 128}) {
+        const auto opts = at::TensorOptions().dtype(type).device(at::kCUDA);
+        KVCache cache = KVCache::allocate(next_block, kBlock, kv_heads, d, opts);
+        cache.key.normal_();
+        cache.value.normal_();
+        const at::Tensor q = at::randn({meta.num_tokens, heads, d}, opts);
+        ASSERT_TRUE(kernels::cuda::decode_attention_applies(q, cache, meta));
+        for (kernels::AttentionOptions o : {kernels::AttentionOptions{}, kernels::AttentionOptions{20, 0.0},
+                                            kernels::AttentionOptions{0, 1.5}, kernels::AttentionOptions{7, 3.0}}) {
+          const double scale = 1.0 / std::sqrt(static_cast<double>(d));
+          const at::Tensor fused = kernels::paged_attention(q, cache, meta, scale, o);
+          const at::Tensor generic = kernels::paged_attention_generic(q, cache, meta, scale, o);
+          // The CPU kernel in float32 on the same values: an independent reference.
+          KVCache cpu_cache{cache.key.to(at::kCPU).to(at::kFloat), cache.value.to(at::kCPU).to(at::kFloat)};
+          const at::Tensor cpu = kernels::paged_attention(q.to(at::kCPU).to(at::kFloat), cpu_cache, meta_cpu, scale, o);
+          const std::string where = std::string(c10::toString(type)) + " heads " + std::to_string(heads) + "/" +
+                                    std::to_string(kv_heads) + " d " + std::to_string(d) + " window " +
+                                    std::to_string(o.sliding_window) + " softcap " + std::to_string(o.logit_softcap);
+          ASSERT_EQ(fused.sizes(), q.sizes());
+          EXPECT_LE(rel_err(fused, generic), tolerance(type)) << where;
+          EXPECT_LE(rel_err(fused, cpu), type == at::kFloat ? 1e-5 : 1e-2) << where;
+        }
+      }
+    }
+  }
+}
+
+TEST(CudaKernels, DecodeAttentionRowsAreTheSameAloneOrBatched) {
+  SKIP_WITHOUT_KERNELS();
+  at::manual_seed(5);
+  constexpr int64_t kBlock = 16;
+  const auto opts = at::TensorOptions().dtype(at::kBFloat16).device(at::kCUDA);
+  KVCache cache = KVCache::allocate(41, kBlock, 2, 128, opts);
+  cache.key.normal_();
+  cache.value.normal_();
+  const auto alone = batching::flatten_slots({testing::seq_slot(200, 1, shuffled_blocks(13, 0))}, kBlock)
+                         .meta.to(at::Device(at::kCUDA));
+  const auto batched = batching::flatten_slots({testing::seq_slot(30, 1, shuffled_blocks(2, 39)),
+                                                testing::seq_slot(200, 1, shuffled_blocks(13, 0)),
+                                                testing::seq_slot(400, 1, shuffled_blocks(26, 13))},
+                                               kBlock)
+                           .meta.to(at::Device(at::kCUDA));
+  const at::Tensor q = at::randn({3, 8, 128}, opts);
+  const at::Tensor one = kernels::paged_attention(q.narrow(0, 1, 1), cache, alone, 0.1);
+  const at::Tensor many = kernels::paged_attention(q, cache, batched, 0.1);
+  EXPECT_TRUE(at::equal(one[0], many[1]));
+}
+
+}  // namespace
+}  // namespace nnsight

@@ -1,0 +1,209 @@
+// Decode steps through padded buckets (runner/model_runner/decode_graphs.h),
+// checked on the CPU where the same padded buffers run eagerly (capture off):
+// the padder's rows (the step's rows as they were, then scratch rows), the
+// bucket sizes, and the real rows' logits equal to the unpadded step's, for
+// the CPU kernels and for the device path forced on the CPU, while the
+// padding rows write only the scratch block. The captured graphs themselves
+// need a GPU (CudaGraphs.* below skip elsewhere, saying why).
+#include "runner/model_runner/decode_graphs.h"
+
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+
+#include <nnsight/nnsight.hpp>
+
+#include "batching/decode_padder.h"
+#include "batching/flattener.h"
+#include "core/kernels/cuda_kernels.h"
+#include "core/kernels/kernel_path.h"
+#include "support/seq_slots.h"
+#include "support/tiny_engine.h"
+#include "support/tiny_models.h"
+#include "runner/engine/engine.h"
+#include "runner/executor/inproc_executor.h"
+#include "runner/executor/worker_setup.h"
+#include "runner/model_runner/runner_extension.h"
+#include "tp/nccl_process_group.h"
+
+namespace nnsight {
+namespace {
+
+constexpr int64_t kBlock = 4;
+constexpr int64_t kWidth = 8;     // block-table width (32 tokens a sequence)
+constexpr int32_t kScratch = 30;  // the padding rows' block
+constexpr int32_t kCanary = 31;   // a block nobody owns: must stay untouched
+
+TEST(DecodePadder, KeepsTheStepsRowsAndAddsScratchRows) {
+  batching::Flattener f(64, 8, kWidth, kBlock);
+  const std::vector<batching::SeqSlot> slots = {testing::seq_slot(5, std::vector<int32_t>{7}, {0, 1}),
+                                                testing::seq_slot(9, std::vector<int32_t>{8}, {2, 3, 4})};
+  const batching::FlatBatch& step = f.flatten({&slots[0], &slots[1]});
+  ASSERT_TRUE(batching::DecodePadder::is_decode(step));
+  batching::DecodePadder padder(8, kWidth, kBlock, kScratch, 32);
+  const batching::FlatBatch& p = padder.pad(&step, 4);
+  EXPECT_EQ(p.meta.num_tokens, 4);
+  EXPECT_EQ(p.meta.num_seqs, 4);
+  EXPECT_EQ(p.meta.max_query_len, 1);
+  EXPECT_EQ(p.meta.max_context_len, 32) << "fixed, whatever the step";
+  EXPECT_TRUE(at::equal(p.token_ids, at::tensor({7, 8, 0, 0}, at::kLong)));
+  EXPECT_TRUE(at::equal(p.meta.positions, at::tensor({5, 9, 0, 0}, at::kLong)));
+  EXPECT_TRUE(at::equal(p.meta.slot_mapping, at::tensor({int64_t{1} * kBlock + 1, int64_t{4} * kBlock + 1,
+                                                         int64_t{kScratch} * kBlock, int64_t{kScratch} * kBlock})));
+  EXPECT_TRUE(at::equal(p.meta.context_lens, at::tensor({6, 10, 1, 1}, at::kInt)));
+  EXPECT_TRUE(at::equal(p.meta.query_start, at::arange(5, at::kInt)));
+  EXPECT_TRUE(at::equal(p.meta.logits_rows, at::arange(4, at::kLong)));
+  EXPECT_TRUE(at::equal(p.meta.block_tables.narrow(0, 0, 2), step.meta.block_tables));
+  EXPECT_EQ(p.meta.block_tables[2][0].item<int32_t>(), kScratch);
+  EXPECT_EQ(p.meta.block_tables[3].sum().item<int32_t>(), kScratch);
+  EXPECT_EQ(p.meta.context_lens_host, (std::vector<int32_t>{6, 10, 1, 1}));
+  EXPECT_EQ(p.meta.query_start_host, (std::vector<int32_t>{0, 1, 2, 3, 4}));
+  // Fewer rows next time: the old rows are padding again.
+  const batching::FlatBatch& one = padder.pad(nullptr, 4);
+  EXPECT_TRUE(at::equal(one.token_ids, at::zeros({4}, at::kLong)));
+  EXPECT_THROW(padder.pad(&step, 1), c10::Error);
+
+  const std::vector<batching::SeqSlot> prefill = {testing::seq_slot(0, std::vector<int32_t>{1, 2, 3}, {0})};
+  EXPECT_FALSE(batching::DecodePadder::is_decode(f.flatten({&prefill[0]})));
+}
+
+TEST(DecodeGraphs, BucketSizes) {
+  EXPECT_EQ(runner::DecodeGraphs::bucket_sizes(1), (std::vector<int64_t>{1}));
+  EXPECT_EQ(runner::DecodeGraphs::bucket_sizes(5), (std::vector<int64_t>{1, 2, 4, 5}));
+  EXPECT_EQ(runner::DecodeGraphs::bucket_sizes(32), (std::vector<int64_t>{1, 2, 4, 8, 16, 24, 32}));
+  EXPECT_EQ(runner::DecodeGraphs::bucket_sizes(20), (std::vector<int64_t>{1, 2, 4, 8, 16, 20}));
+}
+
+// Prefills `n` sequences (prompts of 3 + s tokens), then returns their decode
+// step's logits run eagerly and through the padded buckets.
+void expect_padded_equals_eager(int64_t n, bool as_replayed = false) {
+  auto model = testing::tiny_llama();
+  std::vector<KVCache> kv =
+      allocate_kv_caches(model->num_layers(), 32, kBlock, model->local_kv_heads(), model->head_dim(), model->options());
+  std::vector<batching::SeqSlot> prompts, decodes;
+  for (int64_t s = 0; s < n; ++s) {
+    std::vector<int32_t> tokens;
+    for (int64_t t = 0; t < 3 + s; ++t) tokens.push_back(static_cast<int32_t>(5 + 7 * s + t));
+    const std::vector<int32_t> blocks = {static_cast<int32_t>(3 * s), static_cast<int32_t>(3 * s + 1),
+                                         static_cast<int32_t>(3 * s + 2)};
+    prompts.push_back(testing::seq_slot(0, tokens, blocks));
+    decodes.push_back(testing::seq_slot(3 + s, std::vector<int32_t>{static_cast<int32_t>(40 + s)}, blocks));
+  }
+  batching::Flattener f(64, 16, kWidth, kBlock);
+  std::vector<const batching::SeqSlot*> p, d;
+  for (const auto& s : prompts) p.push_back(&s);
+  for (const auto& s : decodes) d.push_back(&s);
+  {
+    const batching::FlatBatch& b = f.flatten(p);
+    model->forward(b.token_ids, b.meta, kv);
+  }
+  const batching::FlatBatch& step = f.flatten(d);
+  const at::Tensor eager = model->compute_logits(model->forward(step.token_ids, step.meta, kv), step.meta.logits_rows);
+  const at::Tensor canary_before = kv[0].key[kCanary].clone();
+  runner::DecodeGraphs graphs(*model, kv,
+                              runner::DecodeGraphOptions()
+                                  .rows(16)
+                                  .blocks_per_seq(kWidth)
+                                  .block(kBlock)
+                                  .scratch(kScratch)
+                                  .context(32)
+                                  .captured(false)
+                                  .as_replayed(as_replayed));
+  ASSERT_GT(graphs.bucket_for(step), n - 1);
+  const runner::DecodeGraphs::Step s = graphs.run(step);
+  ASSERT_EQ(s.logits.sizes(), eager.sizes());
+  EXPECT_TRUE(at::allclose(s.logits, eager, 1e-5, 1e-5))
+      << n << " rows: max diff " << (s.logits - eager).abs().max().item<float>();
+  EXPECT_TRUE(at::equal(s.token_ids, step.token_ids));
+  EXPECT_TRUE(at::equal(s.meta.context_lens, step.meta.context_lens));
+  EXPECT_EQ(graphs.replays(), 1);
+  EXPECT_EQ(graphs.graphs_captured(), 0);
+  if (graphs.bucket_for(step) > n)
+    EXPECT_NE(kv[0].key[kScratch].abs().sum().item<float>(), 0.f) << "padding rows wrote the scratch block";
+  EXPECT_TRUE(at::equal(kv[0].key[kCanary], canary_before));
+}
+
+TEST(DecodeGraphs, PaddedStepGivesTheEagerStepsLogits) {
+  for (int64_t n : {1, 3, 5}) expect_padded_equals_eager(n);
+}
+
+// What a replayed graph computes: the device path reads only the batch's
+// device tensors and the host fields the padder fixes, so the bucket's fixed
+// host fields (those of a batch of padding rows) give the step's logits.
+TEST(DecodeGraphs, PaddedStepGivesTheEagerStepsLogitsOnTheDevicePath) {
+  kernels::ForceDevicePath device;
+  for (int64_t n : {3, 9}) {
+    expect_padded_equals_eager(n);
+    expect_padded_equals_eager(n, /*as_replayed=*/true);
+  }
+}
+
+TEST(DecodeGraphs, ACpuEngineRunsEveryStepEager) {
+  auto engine = testing::tiny_engine(EngineArgs().kv_cache_memory_mb(8).cuda_graphs(true), testing::tiny_llama());
+  runner::RequestInput in;
+  in.prompt_token_ids = {5, 6, 7};
+  in.params = SamplingParams().temperature(0).max_tokens(3).ignore_eos(true);
+  engine->add_request(std::move(in));
+  EXPECT_EQ(testing::run_to_completion(*engine).begin()->second.token_ids.size(), 3u);
+}
+
+// ---- on a GPU: the captured graphs against eager steps.
+
+std::string why_no_graphs() {
+  if (!at::hasCUDA()) return "this LibTorch has no CUDA (see scripts/gpu-build)";
+  if (!kernels::cuda_kernels_built()) return "this build has no CUDA kernels";
+  if (tp::cuda_device_count() < 1) return "no CUDA GPU is visible";
+  return "";
+}
+
+struct GpuRun {
+  std::map<uint64_t, std::vector<int32_t>> tokens;  // by request, in submission order
+  int64_t captured = 0, replays = 0;
+};
+
+// Greedy tokens of `n` requests of different lengths on a tiny random Llama
+// in bf16 on the GPU, with CUDA graphs on or off.
+GpuRun generate_on_gpu(bool graphs, int64_t n) {
+  ModelConfig cfg = testing::tiny_llama_config(false);
+  cfg.max_position = 256;
+  auto model = create_causal_lm(cfg, tp::ParallelContext{}, at::TensorOptions().dtype(at::kBFloat16).device(at::kCUDA));
+  testing::randomize(*model, 5);
+  const EngineArgs args =
+      EngineArgs().device("cuda").dtype("bfloat16").kv_cache_memory_mb(16).max_num_seqs(16).cuda_graphs(graphs);
+  auto mr = std::make_unique<runner::ModelRunner>(model, runner::runner_config_for(args, *model));
+  const runner::ModelRunner* runner = mr.get();
+  runner::RunnerExtensionContext ext{*mr, args, 0, 1};
+  runner::apply_runner_extensions(ext);
+  runner::Engine engine(args, std::make_unique<runner::InProcExecutor>(std::move(mr)), nullptr);
+  for (int64_t s = 0; s < n; ++s) {
+    runner::RequestInput in;
+    for (int64_t t = 0; t < 4 + 3 * s; ++t)
+      in.prompt_token_ids.push_back(static_cast<int32_t>(3 + (s * 11 + t * 5) % 90));
+    in.params = SamplingParams().temperature(0).max_tokens(12).ignore_eos(true);
+    engine.add_request(std::move(in));
+  }
+  GpuRun out;
+  for (const auto& [id, o] : testing::run_to_completion(engine)) out.tokens[id] = o.token_ids;
+  if (const runner::DecodeGraphs* g = runner->decode_graphs()) {
+    out.captured = g->graphs_captured();
+    out.replays = g->replays();
+  }
+  return out;
+}
+
+TEST(CudaGraphs, DecodeStepsReplayGraphsAndGenerateWhatEagerStepsGenerate) {
+  if (auto why = why_no_graphs(); !why.empty()) GTEST_SKIP() << "CUDA graph test skipped: " << why;
+  for (int64_t n : {1, 3, 11}) {
+    const GpuRun eager = generate_on_gpu(false, n);
+    const GpuRun graphs = generate_on_gpu(true, n);
+    EXPECT_EQ(eager.replays, 0);
+    EXPECT_GE(graphs.captured, 1) << n << " requests";
+    EXPECT_GE(graphs.replays, 10) << n << " requests: 11 decode steps each";
+    ASSERT_EQ(eager.tokens.size(), static_cast<size_t>(n));
+    auto e = eager.tokens.begin();
+    auto g = graphs.tokens.begin();
+    for (; e != eager.tokens.end(); ++e, ++g) EXPECT_EQ(e->second, g->second) << n << " requests";
+  }
+}
+
+}  // namespace
+}  // namespace nnsight
