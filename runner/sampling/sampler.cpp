@@ -6,19 +6,12 @@
 #include <limits>
 
 #include "core/kernels/kernel_path.h"
+#include "runner/sampling/device_sampler.h"
 #include "runner/sampling/greedy.h"
 
 namespace nnsight::runner {
 
 namespace {
-
-uint64_t mix_seed(uint64_t seed, int64_t step) {
-  // splitmix64 of (seed, step): decorrelates neighbouring steps and seeds.
-  uint64_t z = seed + 0x9e3779b97f4a7c15ull * static_cast<uint64_t>(step + 1);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
 
 // Probabilities of one row after temperature and the top-k / top-p / min-p filters.
 at::Tensor filtered_probs(const at::Tensor& row, const SamplingRow& r) {
@@ -65,22 +58,37 @@ SamplerOutput sample(const at::Tensor& logits, const std::vector<SamplingRow>& r
               "sample: expected [rows, vocab] logits, one row per SamplingRow");
   SamplerOutput out;
   out.logprobs.resize(rows.size());
-  // The rows that need more than their argmax (sampling, log-probabilities).
+  const bool on_device = !kernels::cpu_kernels_for(logits);
+  // The rows that need more than their argmax on the host: sampling (on the
+  // CPU kernels' path), log-probabilities.
   std::vector<int64_t> host_rows;
   for (size_t i = 0; i < rows.size(); ++i)
-    if (rows[i].temperature > 0.0 || rows[i].logprobs >= 0) host_rows.push_back(static_cast<int64_t>(i));
+    if ((rows[i].temperature > 0.0 && !on_device) || rows[i].logprobs >= 0)
+      host_rows.push_back(static_cast<int64_t>(i));
   at::Tensor cpu;  // [rows or host_rows, vocab] float32 on the host
   std::vector<int64_t> cpu_row(rows.size(), -1);
-  if (kernels::cpu_kernels_for(logits)) {
+  if (!on_device) {
     cpu = logits.to(at::kCPU, at::kFloat).contiguous();
     out.tokens = cpu.size(0) > 0 ? greedy_tokens(cpu) : at::empty({0}, at::kLong);  // greedy for every row
     for (size_t i = 0; i < rows.size(); ++i) cpu_row[i] = static_cast<int64_t>(i);
   } else {
-    // The device path: every row's argmax on the device, one copy of the
-    // tokens; only the rows that sample or report log-probabilities come to
-    // the host whole (a vocabulary of floats each).
-    out.tokens =
-        logits.size(0) > 0 ? logits.argmax(-1).to(at::kCPU, at::kLong).contiguous() : at::empty({0}, at::kLong);
+    // The device path: every row's argmax on the device, the sampling rows
+    // sampled there too (device_sampler.h), one copy of the tokens; only the
+    // rows that report log-probabilities come to the host whole (a
+    // vocabulary of floats each).
+    at::Tensor tokens = logits.size(0) > 0 ? logits.argmax(-1) : at::empty({0}, at::kLong);
+    std::vector<int64_t> sampling;
+    std::vector<const SamplingRow*> sampling_rows;
+    for (size_t i = 0; i < rows.size(); ++i)
+      if (rows[i].temperature > 0.0) {
+        sampling.push_back(static_cast<int64_t>(i));
+        sampling_rows.push_back(&rows[i]);
+      }
+    if (!sampling.empty()) {
+      const at::Tensor idx = at::tensor(sampling, at::kLong).to(logits.device());
+      tokens = tokens.index_copy(0, idx, sample_on_device(logits.index_select(0, idx), sampling_rows));
+    }
+    out.tokens = tokens.to(at::kCPU, at::kLong).contiguous();
     if (!host_rows.empty()) {
       at::Tensor idx = at::tensor(host_rows, at::kLong).to(logits.device());
       cpu = logits.index_select(0, idx).to(at::kCPU, at::kFloat).contiguous();
@@ -93,7 +101,7 @@ SamplerOutput sample(const at::Tensor& logits, const std::vector<SamplingRow>& r
     const size_t i = static_cast<size_t>(i64);
     const SamplingRow& r = rows[i];
     const int64_t row = cpu_row[i];
-    if (r.temperature > 0.0) {
+    if (r.temperature > 0.0 && !on_device) {
       at::Tensor probs = filtered_probs(cpu[row], r);
       at::Generator gen = at::detail::createCPUGenerator(mix_seed(r.seed, r.step));
       at::Tensor e = at::empty_like(probs).exponential_(1.0, gen);

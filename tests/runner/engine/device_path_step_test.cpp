@@ -43,12 +43,12 @@ struct StepCounts {
 
 // `seqs` requests of 6 prompt tokens each, 4 greedy tokens: the ATen calls
 // of the step that prefills them all and of the next (decoding them all).
-StepCounts run(int64_t seqs) {
+StepCounts run(int64_t seqs, double temperature = 0.0) {
   auto engine = testing::tiny_engine(EngineArgs().kv_cache_memory_mb(16).max_num_seqs(64), testing::tiny_llama());
   for (int64_t s = 0; s < seqs; ++s) {
     runner::RequestInput in;
     for (int32_t t = 0; t < 6; ++t) in.prompt_token_ids.push_back(static_cast<int32_t>(3 + (s * 7 + t * 5) % 90));
-    in.params = SamplingParams().temperature(0).max_tokens(4).ignore_eos(true);
+    in.params = SamplingParams().temperature(temperature).max_tokens(4).ignore_eos(true).seed(100 + s);
     engine->add_request(std::move(in));
   }
   StepCounts out;
@@ -72,6 +72,19 @@ TEST(DevicePathStep, AtenCallsPerStepDoNotGrowWithTheSequences) {
   EXPECT_EQ(two.prefill, thirty_two.prefill);
   EXPECT_EQ(two.decode, eight.decode);
   EXPECT_EQ(two.decode, thirty_two.decode);
+}
+
+// Sampling with a temperature runs on the device too (device_sampler.h): the
+// same number of calls for 2 or 32 sampling sequences, and the same draws
+// when run again.
+TEST(DevicePathStep, SampledStepsDoNotGrowWithTheSequencesEither) {
+  kernels::ForceDevicePath device;
+  const StepCounts two = run(2, 0.8), thirty_two = run(32, 0.8);
+  EXPECT_EQ(two.prefill, thirty_two.prefill);
+  EXPECT_EQ(two.decode, thirty_two.decode);
+  const StepCounts again = run(32, 0.8);
+  auto a = again.tokens.begin();
+  for (auto b = thirty_two.tokens.begin(); b != thirty_two.tokens.end(); ++a, ++b) EXPECT_EQ(a->second, b->second);
 }
 
 TEST(DevicePathStep, GeneratesWhatTheCpuKernelsGenerate) {
