@@ -3,11 +3,12 @@
 //   - the device's copy bandwidth (a large device-to-device copy) and the
 //     batch-1 decode roofline it implies (bandwidth / weight bytes);
 //   - decode tokens/s at each batch, prefill tokens/s of one long prompt;
-//   - on CUDA, decode with the CUDA kernels switched off (the ATen path) at
-//     the smallest and largest batch, as the kernels' speed-up;
+//   - on CUDA, decode eager (no CUDA graphs) and on the ATen path (the CUDA
+//     kernels off) at the smallest and largest batch, as what each is worth;
 //   - trace costs at one batch, as ratios to the untraced decode of the same
 //     batch, alternating the variants round after round: saving one layer
-//     every step, steering one layer every step, saving every layer.
+//     every step, steering one layer every step, saving every layer (traced
+//     steps run eager: each ratio also against the untraced decode eager).
 // The model is Llama-3-8B-shaped with random weights made on the device (no
 // download; the text is meaningless, the speed is not), or --shape tiny for
 // a smoke run anywhere.
@@ -30,6 +31,7 @@
 #include "front/trace_client/graph_trace.h"
 #include "models/causal_lm.h"
 #include "runner/engine/engine.h"
+#include "runner/model_runner/decode_graphs.h"
 #include "support/bench_support.h"
 #include "support/tiny_engine.h"
 #include "support/tiny_models.h"
@@ -230,23 +232,30 @@ int main(int argc, char** argv) {
       std::printf("| decode batch %lld | %.1f tokens/s | |\n", static_cast<long long>(b), tps);
     std::fflush(stdout);
   }
-  // The hand-written CUDA kernels (core/kernels/cuda_kernels.h) against the
-  // ATen calls they replace, at the smallest and largest batch.
+  // What the CUDA graphs and the hand-written CUDA kernels are worth, at the
+  // smallest and largest batch: the same decode eager with the kernels, and
+  // on the ATen path (kernels off, which also rules the graphs out).
   if (kernels::cuda_kernels_built() && device.is_cuda()) {
     for (int64_t b : {o.batches.front(), max_batch}) {
-      double on = 0, off = 0;
+      double graphs = 1e30, eager = 1e30, aten = 1e30;
       for (int64_t r = 0; r < 2; ++r) {  // alternating, the better of two each
-        const double t_on = decode_seconds(*engine, plain_requests(b, vocab, o.steps + 1), o.steps, device);
-        double t_off = 0;
+        graphs = std::min(graphs, decode_seconds(*engine, plain_requests(b, vocab, o.steps + 1), o.steps, device));
         {
-          kernels::UseCudaKernels aten(false);
-          t_off = decode_seconds(*engine, plain_requests(b, vocab, o.steps + 1), o.steps, device);
+          runner::UseDecodeGraphs off(false);
+          eager = std::min(eager, decode_seconds(*engine, plain_requests(b, vocab, o.steps + 1), o.steps, device));
         }
-        on = r == 0 ? t_on : std::min(on, t_on);
-        off = r == 0 ? t_off : std::min(off, t_off);
+        {
+          kernels::UseCudaKernels off(false);
+          aten = std::min(aten, decode_seconds(*engine, plain_requests(b, vocab, o.steps + 1), o.steps, device));
+        }
       }
-      std::printf("| decode batch %lld, ATen path (NNSIGHT_CUDA_KERNELS=0) | %.1f tokens/s | CUDA kernels %.2fx |\n",
-                  static_cast<long long>(b), static_cast<double>(b * o.steps) / off, off / on);
+      const auto tps = [&](double t) { return static_cast<double>(b * o.steps) / t; };
+      std::printf("| decode batch %lld eager (no CUDA graphs) | %.1f tokens/s | graphs %.2fx |\n",
+                  static_cast<long long>(b), tps(eager), eager / graphs);
+      std::printf(
+          "| decode batch %lld on the ATen path (NNSIGHT_CUDA_KERNELS=0, eager) | %.1f tokens/s | kernels %.2fx "
+          "eager |\n",
+          static_cast<long long>(b), tps(aten), aten / eager);
       std::fflush(stdout);
       if (o.batches.size() == 1) break;
     }
@@ -276,20 +285,30 @@ int main(int argc, char** argv) {
       {"save one layer every step", every_step(save_layer(mid, 1, "h"))},
       {"steer one layer every step", every_step(steer_layer(mid, cfg.hidden_size))},
       {"save every layer every step", every_step(all_layers)}};
-  std::vector<std::vector<double>> ratios(variants.size());
+  // Traced steps run eager: each ratio against the untraced decode as it
+  // runs (CUDA graphs where built) and against the untraced decode eager.
+  std::vector<std::vector<double>> ratios(variants.size()), eager_ratios(variants.size());
   for (int64_t r = 0; r < o.rounds; ++r) {
     const double plain = decode_seconds(*engine, plain_requests(o.trace_batch, vocab, o.steps + 1), o.steps, device);
+    double plain_eager = 0;
+    {
+      runner::UseDecodeGraphs off(false);
+      plain_eager = decode_seconds(*engine, plain_requests(o.trace_batch, vocab, o.steps + 1), o.steps, device);
+    }
     for (size_t v = 0; v < variants.size(); ++v) {
       const double traced = decode_seconds(
           *engine, traced_requests(*engine, variants[v].second, o.trace_batch, vocab, o.steps + 1), o.steps, device);
       ratios[v].push_back(traced / plain);
+      eager_ratios[v].push_back(traced / plain_eager);
     }
   }
-  for (size_t v = 0; v < variants.size(); ++v) {
-    std::sort(ratios[v].begin(), ratios[v].end());
-    std::printf("| %s, batch %lld | %.3fx untraced | median of %lld rounds |\n", variants[v].first.c_str(),
-                static_cast<long long>(o.trace_batch), ratios[v][ratios[v].size() / 2],
-                static_cast<long long>(o.rounds));
-  }
+  const auto median = [](std::vector<double> x) {
+    std::sort(x.begin(), x.end());
+    return x[x.size() / 2];
+  };
+  for (size_t v = 0; v < variants.size(); ++v)
+    std::printf("| %s, batch %lld | %.3fx untraced | %.3fx untraced eager; median of %lld rounds |\n",
+                variants[v].first.c_str(), static_cast<long long>(o.trace_batch), median(ratios[v]),
+                median(eager_ratios[v]), static_cast<long long>(o.rounds));
   return 0;
 }

@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 
 #include <algorithm>
+#include <atomic>
 
 #include "batching/batch_upload.h"
 
@@ -17,6 +18,14 @@
 #endif
 
 namespace nnsight::runner {
+
+namespace {
+std::atomic<bool> g_graphs_on{true};
+}  // namespace
+
+UseDecodeGraphs::UseDecodeGraphs(bool on) : before_(g_graphs_on.exchange(on)) {}
+UseDecodeGraphs::~UseDecodeGraphs() { g_graphs_on.store(before_); }
+bool UseDecodeGraphs::enabled() { return g_graphs_on.load(std::memory_order_relaxed); }
 
 struct DecodeGraphs::Bucket {
   int64_t rows = 0;

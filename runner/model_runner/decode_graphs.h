@@ -34,6 +34,20 @@
 
 namespace nnsight::runner {
 
+// Turns graph replays off (or on) for its lifetime, process-wide: benches
+// compare a step replayed with the same step eager on one engine.
+class UseDecodeGraphs {
+ public:
+  explicit UseDecodeGraphs(bool on);
+  ~UseDecodeGraphs();
+  UseDecodeGraphs(const UseDecodeGraphs&) = delete;
+  UseDecodeGraphs& operator=(const UseDecodeGraphs&) = delete;
+  static bool enabled();
+
+ private:
+  bool before_;
+};
+
 struct DecodeGraphOptions {
   int64_t max_rows = 64;           // the largest bucket (the engine's max_num_seqs)
   int64_t max_blocks_per_seq = 1;  // the block tables' width

@@ -125,8 +125,8 @@ void ModelRunner::prepare_inputs(const SchedulerOutput& step) {
   for (const auto& s : step.scheduled)
     if (!failed_.count(s.id) && states_.count(s.id)) scheduled_.push_back(&s);
   const batching::FlatBatch& batch = inputs_.flatten(scheduled_);
-  graph_candidate_ = graphs_ && graphs_->bucket_for(batch) > 0 && graph_allowed_by_requests() &&
-                     kernels::cuda_kernels_for(kv_.front().key);
+  graph_candidate_ = graphs_ && UseDecodeGraphs::enabled() && graphs_->bucket_for(batch) > 0 &&
+                     graph_allowed_by_requests() && kernels::cuda_kernels_for(kv_.front().key);
   if (graph_candidate_) {
     // The graph's bucket uploads the inputs; until then the step's host meta.
     token_ids_device_ = at::Tensor();

@@ -12,10 +12,12 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <vector>
 
 #include "core/kernels/kernel_path.h"
 #include "runner/sampling/sampler.h"
+#include "tp/nccl_process_group.h"
 
 namespace nnsight {
 namespace {
@@ -138,6 +140,31 @@ TEST(DeviceSampler, TheSamplerUsesItOnTheDevicePath) {
   EXPECT_EQ(out.tokens[2].item<int64_t>(), expect[1].item<int64_t>());
   EXPECT_EQ(out.logprobs[2].token, out.tokens[2].item<int64_t>()) << "log-probabilities of the sampled token";
   EXPECT_EQ(out.logprobs[2].top.size(), 2u);
+}
+
+// On a GPU: the same noise bit for bit (integer arithmetic wraps alike), and
+// the same draws from the same logits but where float rounding in the
+// softmax tips a race (at most 1 row in 100).
+TEST(DeviceSampler, TheGpuDrawsWhatTheCpuDraws) {
+  if (!at::hasCUDA() || tp::cuda_device_count() < 1) GTEST_SKIP() << "DeviceSampler GPU test skipped: no CUDA GPU";
+  const at::Device gpu(at::kCUDA);
+  const at::Tensor keys =
+      at::randint(std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max(), {7}, at::kLong);
+  const at::Tensor ids = at::arange(128256, at::kLong);
+  EXPECT_TRUE(at::equal(runner::hashed_uniform(keys.to(gpu), ids.to(gpu)).cpu(), runner::hashed_uniform(keys, ids)));
+  at::manual_seed(11);
+  const int64_t n = 1000;
+  const at::Tensor logits = at::randn({n, 5000}) * 3;
+  std::vector<runner::SamplingRow> rows(static_cast<size_t>(n), row(0.9, 5, 0));
+  std::vector<const runner::SamplingRow*> ptrs;
+  for (int64_t i = 0; i < n; ++i) {
+    rows[static_cast<size_t>(i)].step = i;
+    rows[static_cast<size_t>(i)].top_p = 0.9;
+    ptrs.push_back(&rows[static_cast<size_t>(i)]);
+  }
+  const at::Tensor cpu = runner::sample_on_device(logits, ptrs);
+  const at::Tensor on_gpu = runner::sample_on_device(logits.to(gpu), ptrs).cpu();
+  EXPECT_GE(cpu.eq(on_gpu).sum().item<int64_t>(), n - n / 100);
 }
 
 }  // namespace
