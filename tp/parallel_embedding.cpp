@@ -30,7 +30,8 @@ at::Tensor VocabParallelEmbedding::forward(const at::Tensor& ids) {
       return packed_ ? kernels::packed_embedding(*packed_, ids, weight.scalar_type()) : at::embedding(weight, ids);
     };
     auto scaled = [&](at::Tensor y) {
-      return output_scale_ == 0.0 ? y : y * at::scalar_tensor(output_scale_, y.options()).item();
+      // Rounded to the dtype on the host (no device synchronization).
+      return output_scale_ == 0.0 ? y : y * at::scalar_tensor(output_scale_, y.options().device(at::kCPU)).item();
     };
     // A gradient forward: these rows are the leaf every gradient flows back to.
     auto leaf = [](at::Tensor y) { return GradientForward::active() ? y.requires_grad_(true) : y; };

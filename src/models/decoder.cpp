@@ -269,9 +269,11 @@ at::Tensor DecoderStack::forward(const at::Tensor& tokens, const batching::Batch
               " tokens exceeds the model's ", max_position_, " positions");
   return invoke(tokens, [&](const at::Tensor& ids) {
     at::Tensor h = embed->forward(ids);  // [T, hidden]
-    // Gemma multiplies by sqrt(hidden) rounded to the activation dtype, as Hugging Face does.
+    // Gemma multiplies by sqrt(hidden) rounded to the activation dtype, as
+    // Hugging Face does (rounded on the host: a device scalar's item() would
+    // synchronize, which a CUDA graph cannot capture).
     if (spec_.embed_scale != 0.0 && spec_.scaled_embed_type.empty())
-      h = h * at::scalar_tensor(spec_.embed_scale, h.options()).item();
+      h = h * at::scalar_tensor(spec_.embed_scale, h.options().device(at::kCPU)).item();
     for (size_t i = 0; i < layer_ptrs.size(); ++i) h = layer_ptrs[i]->forward(h, meta, kv[i]);
     return norm->forward(h);
   });
