@@ -16,6 +16,9 @@
 #include "batching/flattener.h"
 #include "core/kernels/cuda_kernels.h"
 #include "core/kernels/kernel_path.h"
+#include "core/safetensors/safetensors_file.h"
+#include "core/weight_source.h"
+#include "support/hf_fixtures.h"
 #include "support/seq_slots.h"
 #include "support/tiny_engine.h"
 #include "support/tiny_models.h"
@@ -160,34 +163,48 @@ struct GpuRun {
   int64_t captured = 0, replays = 0;
 };
 
-// Greedy tokens of `n` requests of different lengths on a tiny random Llama
-// in bf16 on the GPU, with CUDA graphs on or off.
-GpuRun generate_on_gpu(bool graphs, int64_t n) {
-  ModelConfig cfg = testing::tiny_llama_config(false);
-  cfg.max_position = 256;
-  auto model = create_causal_lm(cfg, tp::ParallelContext{}, at::TensorOptions().dtype(at::kBFloat16).device(at::kCUDA));
-  testing::randomize(*model, 5);
+// Greedy continuations of `prompts` by `model` (on the GPU) in an engine with
+// CUDA graphs on or off, and how many graphs it captured and replayed.
+GpuRun generate_on_gpu(std::shared_ptr<CausalLM> model, const std::string& dtype, bool graphs,
+                       const std::vector<std::vector<int32_t>>& prompts, int64_t max_tokens) {
   const EngineArgs args =
-      EngineArgs().device("cuda").dtype("bfloat16").kv_cache_memory_mb(16).max_num_seqs(16).cuda_graphs(graphs);
+      EngineArgs().device("cuda").dtype(dtype).kv_cache_memory_mb(16).max_num_seqs(16).cuda_graphs(graphs);
   auto mr = std::make_unique<runner::ModelRunner>(model, runner::runner_config_for(args, *model));
   const runner::ModelRunner* runner = mr.get();
   runner::RunnerExtensionContext ext{*mr, args, 0, 1};
   runner::apply_runner_extensions(ext);
   runner::Engine engine(args, std::make_unique<runner::InProcExecutor>(std::move(mr)), nullptr);
-  for (int64_t s = 0; s < n; ++s) {
+  for (const auto& p : prompts) {
     runner::RequestInput in;
-    for (int64_t t = 0; t < 4 + 3 * s; ++t)
-      in.prompt_token_ids.push_back(static_cast<int32_t>(3 + (s * 11 + t * 5) % 90));
-    in.params = SamplingParams().temperature(0).max_tokens(12).ignore_eos(true);
+    in.prompt_token_ids = p;
+    in.params = SamplingParams().temperature(0).max_tokens(max_tokens).ignore_eos(true);
     engine.add_request(std::move(in));
   }
   GpuRun out;
-  for (const auto& [id, o] : testing::run_to_completion(engine)) out.tokens[id] = o.token_ids;
+  for (const auto& [id, o] : testing::run_to_completion(engine)) {
+    EXPECT_EQ(o.error, "");
+    out.tokens[id] = o.token_ids;
+  }
   if (const runner::DecodeGraphs* g = runner->decode_graphs()) {
     out.captured = g->graphs_captured();
     out.replays = g->replays();
   }
   return out;
+}
+
+// `n` requests of different lengths on a tiny random Llama in bf16.
+GpuRun generate_on_gpu(bool graphs, int64_t n) {
+  ModelConfig cfg = testing::tiny_llama_config(false);
+  cfg.max_position = 256;
+  auto model = create_causal_lm(cfg, tp::ParallelContext{}, at::TensorOptions().dtype(at::kBFloat16).device(at::kCUDA));
+  testing::randomize(*model, 5);
+  std::vector<std::vector<int32_t>> prompts;
+  for (int64_t s = 0; s < n; ++s) {
+    std::vector<int32_t> p;
+    for (int64_t t = 0; t < 4 + 3 * s; ++t) p.push_back(static_cast<int32_t>(3 + (s * 11 + t * 5) % 90));
+    prompts.push_back(p);
+  }
+  return generate_on_gpu(model, "bfloat16", graphs, prompts, 12);
 }
 
 TEST(CudaGraphs, DecodeStepsReplayGraphsAndGenerateWhatEagerStepsGenerate) {
@@ -204,6 +221,45 @@ TEST(CudaGraphs, DecodeStepsReplayGraphsAndGenerateWhatEagerStepsGenerate) {
     for (; e != eager.tokens.end(); ++e, ++g) EXPECT_EQ(e->second, g->second) << n << " requests";
   }
 }
+
+std::vector<int32_t> ints(const at::Tensor& t) {
+  std::vector<int32_t> out;
+  for (int64_t i = 0; i < t.numel(); ++i) out.push_back(static_cast<int32_t>(t[i].item<int64_t>()));
+  return out;
+}
+
+// Every architecture of the Hugging Face fixtures on the GPU in float32, with
+// the CUDA kernels and graphs: transformers' greedy continuations. Dense
+// models must capture graphs; a model whose forward cannot be captured
+// (the MoE routing's value-dependent shapes) runs eager and still matches.
+class CudaGraphsHf : public ::testing::TestWithParam<testing::HfFixtureCase> {};
+
+TEST_P(CudaGraphsHf, ReproduceTransformersGreedyContinuations) {
+  if (auto why = why_no_graphs(); !why.empty()) GTEST_SKIP() << "CUDA graph test skipped: " << why;
+  const testing::HfFixtureCase& f = GetParam();
+  SafetensorsFile ref(testing::hf_fixture_dir(f) + "/reference.safetensors");
+  auto source = open_weights(testing::hf_fixture_dir(f));
+  auto model = load_causal_lm(*source, tp::ParallelContext{}, at::TensorOptions().dtype(at::kFloat).device(at::kCUDA));
+  std::vector<std::vector<int32_t>> prompts;
+  for (int s = 0; s < 3; ++s) prompts.push_back(ints(ref.load("ids." + std::to_string(s))));
+  const GpuRun run = generate_on_gpu(model, "float32", true, prompts, 6);
+  int s = 0;
+  for (const auto& [id, tokens] : run.tokens) {
+    EXPECT_EQ(tokens, ints(ref.load("greedy." + std::to_string(s)))) << f.arch << " sequence " << s;
+    ++s;
+  }
+  const bool moe = f.arch == "mixtral" || f.arch == "qwen3_moe";
+  if (!moe) {
+    EXPECT_GE(run.captured, 1) << f.arch << ": no graph captured (the log says why)";
+    EXPECT_GE(run.replays, 5) << f.arch;
+  }
+}
+
+const std::vector<std::string> kArchs = {"mistral", "qwen3", "gemma",       "gemma2",  "gpt_neox",
+                                         "olmo2",   "phi3",  "gemma3_text", "mixtral", "qwen3_moe"};
+// The 4.x fixtures: the 5.x ones load through other configs into the same layers.
+INSTANTIATE_TEST_SUITE_P(Models, CudaGraphsHf, ::testing::ValuesIn(testing::hf_fixtures(kArchs, {})),
+                         testing::hf_fixture_name);
 
 }  // namespace
 }  // namespace nnsight
