@@ -15,17 +15,15 @@
 namespace nnsight::runner {
 
 namespace {
-// The requests whose rows may run with 8-bit activations under
-// RunnerConfig::fast_untraced: no intervention graph (a trace, a generate
-// with a body and a persistent edit all travel as one) and no gradients.
-// The prefix cache needs no salt for them: a traced request never reuses
-// cached blocks (the trace policy turns prefix caching off), so every
-// request that does is an 8-bit one.
-bool runs_int8(const SamplingParams& p) { return p.payload().empty() && !p.gradients(); }
-
-// A CUDA graph replays what it recorded: only requests that nothing reads
-// or changes mid-forward (the same rule: no graph, no gradients) may use one.
-bool graph_safe(const SamplingParams& p) { return p.payload().empty() && !p.gradients(); }
+// Untraced requests: no intervention graph (a trace, a generate with a body
+// and a persistent edit all travel as one) and no gradients. Nothing reads
+// or changes their rows mid-forward, so
+//  - under RunnerConfig::fast_untraced their rows may run with 8-bit
+//    activations. The prefix cache needs no salt for them: a traced request
+//    never reuses cached blocks (the trace policy turns prefix caching off),
+//    so every request that does is an 8-bit one;
+//  - a step of only such requests may replay a CUDA graph (decode_graphs.h).
+bool untraced(const SamplingParams& p) { return p.payload().empty() && !p.gradients(); }
 }  // namespace
 
 ModelRunner::ModelRunner(std::shared_ptr<CausalLM> model, RunnerConfig config)
@@ -153,7 +151,7 @@ void ModelRunner::upload_eager_inputs() {
 
 bool ModelRunner::graph_allowed_by_requests() const {
   for (const auto& r : groups())
-    if (!graph_safe(states_.at(r.id).params)) return false;
+    if (!untraced(states_.at(r.id).params)) return false;
   return true;
 }
 
@@ -188,7 +186,7 @@ void ModelRunner::mark_int8_rows() {
   int8_token_flags_.assign(static_cast<size_t>(meta.num_tokens), 0);
   int8_sample_flags_.assign(static_cast<size_t>(meta.logits_rows.size(0)), 0);
   for (const auto& r : groups()) {
-    if (!runs_int8(states_.at(r.id).params)) continue;
+    if (!untraced(states_.at(r.id).params)) continue;
     std::fill_n(int8_token_flags_.begin() + r.token_start, r.num_tokens, uint8_t(1));
     if (r.samples()) int8_sample_flags_[static_cast<size_t>(r.sample_row)] = 1;
   }
