@@ -11,6 +11,7 @@
 #include "front/trace_client/graph_trace.h"
 #include "dsl/dtype.h"
 #include "front/trace_client/scan_trace.h"
+#include "front/trace_client/saves_to_host.h"
 #include "front/trace_client/submit_trace.h"
 #include "front/trace_client/trace_result_file.h"
 #include "front/trace_worker/trace_payload.h"
@@ -207,12 +208,14 @@ void TraceService::start(const std::shared_ptr<Trace>& t, std::vector<runner::Re
   const std::string id = t->id;
   // Outputs arrive in prompt order (an invoke's requests are contiguous).
   auto on_done = [this, id](std::vector<RequestOutput> outputs, std::exception_ptr error) {
-    // The engine's loop thread: hand over, encode elsewhere. The notify is
+    // The engine's loop thread: start the saves' copies off a GPU (only
+    // enqueued here), hand over, land and encode elsewhere. The notify is
     // made under the lock: once the completion is taken the trace may end and
     // the destructor destroy completions_cv_ (TSan saw the engine thread
     // signal a destroyed condition variable in HttpFuzzSeeds).
+    auto saves = std::make_shared<tracing::SavesToHost>(outputs);
     std::lock_guard<std::mutex> lock(mu_);
-    completions_.push_back(Completion{id, std::move(outputs), error});
+    completions_.push_back(Completion{id, std::move(outputs), error, std::move(saves)});
     completions_cv_.notify_one();
   };
   std::vector<runner::RequestHandle> handles;
@@ -266,6 +269,12 @@ void TraceService::complete(Completion c) {
   std::vector<std::string> texts;
   try {
     if (c.error) std::rethrow_exception(c.error);
+    // A copy off the GPU that failed is the server's fault (503), not the trace's.
+    if (c.saves && !c.saves->land(c.outputs)) {
+      error_status = 503;
+      for (const auto& o : c.outputs)
+        if (!o.error.empty()) throw Error(o.error);
+    }
     // Why a request failed decides the status: the engine failing under it
     // is the server's (503); a save over the limit is 413; the rest (an
     // intervention's error) is the client's trace (422).

@@ -23,6 +23,7 @@
 #include <nlohmann/json.hpp>
 
 #include "dsl/limits.h"
+#include "front/trace_client/saves_to_host.h"
 #include "server/edit_registry.h"
 #include "server/replica_set.h"
 #include "server/serve_options.h"
@@ -96,6 +97,7 @@ class TraceService {
     std::string id;
     std::vector<RequestOutput> outputs;
     std::exception_ptr error;
+    std::shared_ptr<tracing::SavesToHost> saves;  // started on the engine's loop thread
   };
 
   std::vector<dsl::Graph> edits_of(const std::string& tenant, const nlohmann::json& body) const;

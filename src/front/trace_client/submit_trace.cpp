@@ -7,31 +7,12 @@
 
 #include <nnsight/error.hpp>
 
-#include "core/host_copies.h"
 #include "front/trace_client/collect_trace_result.h"
 #include "front/trace_client/interrupt.h"
 #include "front/trace_client/result_thread.h"
+#include "front/trace_client/saves_to_host.h"
 
 namespace nnsight::tracing {
-
-namespace {
-// Calls f on every saved tensor, in one fixed order.
-template <typename F>
-void for_each_save(std::vector<RequestOutput>& outputs, F&& f) {
-  for (auto& o : outputs)
-    for (auto& [name, v] : o.saves) {
-      if (v.tensor.defined()) f(v.tensor);
-      for (auto& t : v.list)
-        if (t.defined()) f(t);
-    }
-}
-
-bool on_device(std::vector<RequestOutput>& outputs) {
-  bool any = false;
-  for_each_save(outputs, [&](at::Tensor& t) { any = any || !t.device().is_cpu(); });
-  return any;
-}
-}  // namespace
 
 std::vector<runner::RequestHandle> submit_trace(runner::AsyncEngine& engine, std::vector<runner::RequestInput> requests,
                                                 runner::GroupCallback on_done, TraceSubmitOptions options) {
@@ -73,23 +54,12 @@ TraceFuture submit_trace(runner::AsyncEngine& engine, std::vector<runner::Reques
     };
     // Saves already on the host have nothing to move: finishing here costs
     // less than waking another thread (a 1-token trace's whole overhead).
-    if (!on_device(*shared)) return finish();
-    // Saves on a GPU start for the host here, on a side stream (this thread
-    // only enqueues the copies); the result thread waits for them to land.
-    std::vector<at::Tensor> tensors;
-    for_each_save(*shared, [&](at::Tensor& t) { tensors.push_back(t); });
-    auto copies = std::make_shared<HostCopies>(HostCopies::start(std::move(tensors)));
-    run_on_result_thread([shared, copies, finish = std::move(finish)] {
-      try {
-        std::vector<at::Tensor> hosts = copies->wait();
-        size_t i = 0;
-        for_each_save(*shared, [&](at::Tensor& t) { t = std::move(hosts[i++]); });
-      } catch (const std::exception& e) {
-        // A failed copy (a GPU fault) is the trace's error, not the thread's.
-        const std::string why = std::string("moving the trace's saves to the host failed: ") + e.what();
-        for (auto& o : *shared)
-          if (o.error.empty()) o.error = why;
-      }
+    // Saves on a GPU start for the host here (this thread only enqueues the
+    // copies); the result thread waits for them to land.
+    auto saves = std::make_shared<SavesToHost>(*shared);
+    if (!saves->any()) return finish();
+    run_on_result_thread([shared, saves, finish = std::move(finish)] {
+      saves->land(*shared);
       finish();
     });
   };
