@@ -29,7 +29,12 @@ bool UseDecodeGraphs::enabled() { return g_graphs_on.load(std::memory_order_rela
 
 struct DecodeGraphs::Bucket {
   int64_t rows = 0;
-  std::unique_ptr<batching::BatchUploader> uploader;
+  std::unique_ptr<batching::BatchUploader> uploader;  // null on the CPU
+  // The padded batch where the forward reads it: uploaded into the bucket's
+  // buffers on a device, the padder's own buffers (also fixed) on the CPU.
+  batching::DeviceBatch place(const batching::FlatBatch& padded) const {
+    return uploader ? uploader->upload(padded) : batching::DeviceBatch{padded.token_ids, padded.meta};
+  }
   batching::DeviceBatch inputs;  // the fixed buffers the graph reads
   at::Tensor logits;             // [rows, vocab]: the graph's output
 #if NNSIGHT_TORCH_CUDA
@@ -79,10 +84,11 @@ DecodeGraphs::Bucket& DecodeGraphs::bucket(int64_t rows) {
   if (!buckets_[i]) {
     auto b = std::make_unique<Bucket>();
     b->rows = rows;
-    b->uploader = std::make_unique<batching::BatchUploader>(model_.options().device());
+    if (!model_.options().device().is_cpu())
+      b->uploader = std::make_unique<batching::BatchUploader>(model_.options().device());
     // Its buffers' sizes are the bucket's, whatever the step: every later
     // upload lands at these addresses.
-    b->inputs = b->uploader->upload(padder_.pad(nullptr, rows));
+    b->inputs = b->place(padder_.pad(nullptr, rows));
     if (options_.capture) capture(*b);
     buckets_[i] = std::move(b);
   }
@@ -137,7 +143,7 @@ DecodeGraphs::Step DecodeGraphs::run(const batching::FlatBatch& batch) {
   const int64_t rows = bucket_for(batch);
   TORCH_CHECK(rows > 0, "DecodeGraphs::run: not a decode step of at most ", options_.max_rows, " rows");
   Bucket& b = bucket(rows);
-  const batching::DeviceBatch up = b.uploader->upload(padder_.pad(&batch, rows));
+  const batching::DeviceBatch up = b.place(padder_.pad(&batch, rows));
   TORCH_CHECK(up.token_ids.data_ptr() == b.inputs.token_ids.data_ptr() &&
                   up.meta.block_tables.data_ptr() == b.inputs.meta.block_tables.data_ptr(),
               "DecodeGraphs: a bucket's inputs moved");

@@ -7,6 +7,7 @@
 
 #include "core/gradient_forward.h"
 #include "core/kernels/cuda_kernels.h"
+#include "core/kernels/kernel_path.h"
 #include "core/log.h"
 #include "core/kernels/parallel_chunks.h"
 #include "runner/model_runner/current_step.h"
@@ -33,8 +34,13 @@ ModelRunner::ModelRunner(std::shared_ptr<CausalLM> model, RunnerConfig config)
               (config.max_model_len + config.block_size - 1) / config.block_size, config.block_size) {
   // CUDA graphs need a decode attention that reads everything from device
   // memory (the CUDA kernels') and no collectives inside the graph.
-  const bool graphs = config_.cuda_graphs && model_->options().device().is_cuda() && model_->parallel().single() &&
-                      kernels::cuda_kernels_built() && model_->head_dim() <= 256;
+  const bool on_cuda = model_->options().device().is_cuda();
+  // On the CPU with the device path forced (the tests), the same padded
+  // buckets run eagerly, reading the host fields a replayed graph would:
+  // the whole graph path but the capture, checked without a GPU.
+  graphs_emulated_ = model_->options().device().is_cpu() && kernels::device_path_forced();
+  const bool graphs = config_.cuda_graphs && model_->parallel().single() && model_->head_dim() <= 256 &&
+                      ((on_cuda && kernels::cuda_kernels_built()) || graphs_emulated_);
   // With graphs, one more block than the block manager hands out: the
   // padding rows' scratch block.
   kv_ = allocate_kv_caches(model_->num_layers(), config_.num_blocks + (graphs ? 1 : 0), config_.block_size,
@@ -48,7 +54,9 @@ ModelRunner::ModelRunner(std::shared_ptr<CausalLM> model, RunnerConfig config)
             .blocks_per_seq((config_.max_model_len + config_.block_size - 1) / config_.block_size)
             .block(config_.block_size)
             .scratch(static_cast<int32_t>(config_.num_blocks))
-            .context(config_.max_model_len));
+            .context(config_.max_model_len)
+            .captured(on_cuda)
+            .as_replayed(!on_cuda));
     for (const auto& [name, m] : model_->named_hookable_modules()) hookable_.push_back(m);
   }
 }
@@ -124,7 +132,7 @@ void ModelRunner::prepare_inputs(const SchedulerOutput& step) {
     if (!failed_.count(s.id) && states_.count(s.id)) scheduled_.push_back(&s);
   const batching::FlatBatch& batch = inputs_.flatten(scheduled_);
   graph_candidate_ = graphs_ && UseDecodeGraphs::enabled() && graphs_->bucket_for(batch) > 0 &&
-                     graph_allowed_by_requests() && kernels::cuda_kernels_for(kv_.front().key);
+                     graph_allowed_by_requests() && (graphs_emulated_ || kernels::cuda_kernels_for(kv_.front().key));
   if (graph_candidate_) {
     // The graph's bucket uploads the inputs; until then the step's host meta.
     token_ids_device_ = at::Tensor();

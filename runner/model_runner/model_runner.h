@@ -101,6 +101,7 @@ class ModelRunner {
   std::unique_ptr<DecodeGraphs> graphs_;
   std::vector<Module*> hookable_;
   bool graph_candidate_ = false;
+  bool graphs_emulated_ = false;  // the CPU with the device path forced: buckets run eagerly (tests)
   // Under fast_untraced: this step's rows of untraced requests, at token
   // level (the forward) and at prompt level (the logits); see int8_rows.h.
   void mark_int8_rows();

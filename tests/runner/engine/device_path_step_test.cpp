@@ -11,6 +11,12 @@
 #include <map>
 
 #include "core/kernels/kernel_path.h"
+#include "front/trace_client/graph_file.h"
+#include "front/trace_client/graph_trace.h"
+#include "runner/engine/engine.h"
+#include "runner/executor/inproc_executor.h"
+#include "runner/executor/worker_setup.h"
+#include "runner/model_runner/runner_extension.h"
 #include "support/tiny_engine.h"
 
 namespace nnsight {
@@ -39,12 +45,24 @@ class OpCounter {
 struct StepCounts {
   int64_t prefill = 0, decode = 0;
   std::map<uint64_t, std::vector<int32_t>> tokens;  // by request, in submission order
+  int64_t graph_replays = 0;                        // decode steps through the padded buckets
 };
 
 // `seqs` requests of 6 prompt tokens each, 4 greedy tokens: the ATen calls
 // of the step that prefills them all and of the next (decoding them all).
-StepCounts run(int64_t seqs, double temperature = 0.0) {
-  auto engine = testing::tiny_engine(EngineArgs().kv_cache_memory_mb(16).max_num_seqs(64), testing::tiny_llama());
+// The counts are of the eager steps unless `graphs`: with the device path
+// forced on the CPU the decode graphs' buckets run eagerly (their fixed
+// context length makes LibTorch's CPU batched matmul loop over the batch, a
+// CPU detail a GPU's one kernel does not have).
+StepCounts run(int64_t seqs, double temperature = 0.0, bool graphs = false) {
+  const EngineArgs args = EngineArgs().kv_cache_memory_mb(16).max_num_seqs(64).cuda_graphs(graphs);
+  auto model = testing::tiny_llama();
+  auto mr = std::make_unique<runner::ModelRunner>(model, runner::runner_config_for(args, *model));
+  const runner::ModelRunner* runner = mr.get();
+  runner::RunnerExtensionContext ext{*mr, args, 0, 1};
+  runner::apply_runner_extensions(ext);
+  auto engine =
+      std::make_unique<runner::Engine>(args, std::make_unique<runner::InProcExecutor>(std::move(mr)), nullptr);
   for (int64_t s = 0; s < seqs; ++s) {
     runner::RequestInput in;
     for (int32_t t = 0; t < 6; ++t) in.prompt_token_ids.push_back(static_cast<int32_t>(3 + (s * 7 + t * 5) % 90));
@@ -61,6 +79,7 @@ StepCounts run(int64_t seqs, double temperature = 0.0) {
   out.prefill = counted_step();
   out.decode = counted_step();
   for (const auto& [id, o] : testing::run_to_completion(*engine)) out.tokens[id] = o.token_ids;
+  if (const runner::DecodeGraphs* g = runner->decode_graphs()) out.graph_replays = g->replays();
   return out;
 }
 
@@ -85,6 +104,87 @@ TEST(DevicePathStep, SampledStepsDoNotGrowWithTheSequencesEither) {
   const StepCounts again = run(32, 0.8);
   auto a = again.tokens.begin();
   for (auto b = thirty_two.tokens.begin(); b != thirty_two.tokens.end(); ++a, ++b) EXPECT_EQ(a->second, b->second);
+}
+
+// The decode graphs' path without the capture: on the CPU with the device
+// path forced, untraced decode steps go through the padded buckets (reading
+// the host fields a replayed graph would) and generate what the CPU kernels
+// generate, greedy and sampled alike.
+TEST(DevicePathStep, DecodeBucketsGenerateWhatTheCpuKernelsGenerate) {
+  const StepCounts cpu = run(5);
+  StepCounts buckets, sampled, sampled_eager;
+  {
+    kernels::ForceDevicePath device;
+    buckets = run(5, 0.0, /*graphs=*/true);
+    sampled = run(5, 0.8, /*graphs=*/true);
+    sampled_eager = run(5, 0.8, /*graphs=*/false);
+  }
+  EXPECT_GE(buckets.graph_replays, 3) << "every decode step after the prefill";
+  EXPECT_EQ(sampled_eager.graph_replays, 0);
+  ASSERT_EQ(buckets.tokens.size(), 5u);
+  auto a = cpu.tokens.begin();
+  for (auto b = buckets.tokens.begin(); b != buckets.tokens.end(); ++a, ++b) EXPECT_EQ(a->second, b->second);
+  auto c = sampled_eager.tokens.begin();
+  for (auto s = sampled.tokens.begin(); s != sampled.tokens.end(); ++c, ++s) EXPECT_EQ(c->second, s->second);
+}
+
+struct TracedRun {
+  std::vector<std::vector<int32_t>> tokens;  // untraced requests, then the traced one
+  at::Tensor saved;                          // the traced request's saves of layer 0, stacked
+  int64_t graph_replays = 0;
+};
+
+// Three untraced requests (6 tokens) beside one that saves layer 0's output
+// at every step (2 tokens), on the device path forced on the CPU.
+TracedRun run_beside_a_trace(bool graphs) {
+  kernels::ForceDevicePath device;
+  const EngineArgs args = EngineArgs().kv_cache_memory_mb(16).max_num_seqs(8).cuda_graphs(graphs);
+  auto model = testing::tiny_llama();
+  auto mr = std::make_unique<runner::ModelRunner>(model, runner::runner_config_for(args, *model));
+  const runner::ModelRunner* runner = mr.get();
+  runner::RunnerExtensionContext ext{*mr, args, 0, 1};
+  runner::apply_runner_extensions(ext);
+  runner::Engine engine(args, std::make_unique<runner::InProcExecutor>(std::move(mr)), nullptr);
+  std::vector<uint64_t> ids;
+  for (int64_t s = 0; s < 3; ++s) {
+    runner::RequestInput in;
+    for (int32_t t = 0; t < 5; ++t) in.prompt_token_ids.push_back(static_cast<int32_t>(3 + (s * 13 + t * 7) % 90));
+    in.params = SamplingParams().temperature(0).max_tokens(6).ignore_eos(true);
+    ids.push_back(engine.add_request(std::move(in)));
+  }
+  const std::string graph =
+      "{\"nodes\": [{\"kind\": \"iter\", \"start\": 0, \"stop\": \"all\"}, "
+      "{\"kind\": \"get\", \"key\": \"model.layers.0.output\", \"step\": {\"iter\": 0}}, "
+      "{\"kind\": \"save\", \"name\": \"h\", \"args\": [1], \"mode\": \"append\"}, {\"kind\": \"end\"}]}";
+  std::vector<runner::RequestInput> prompts(1);
+  prompts[0].prompt_token_ids = {9, 8, 7, 6};
+  auto traced = tracing::prepare_graph_trace(
+      engine.model_structure(), std::move(prompts), {tracing::parse_graph_file("save.json", graph)},
+      SamplingParams().temperature(0).max_tokens(2).ignore_eos(true), tracing::next_trace_id());
+  ids.push_back(engine.add_request(std::move(traced.requests[0])));
+  TracedRun out;
+  const auto done = testing::run_to_completion(engine);
+  for (uint64_t id : ids) {
+    EXPECT_EQ(done.at(id).error, "");
+    out.tokens.push_back(done.at(id).token_ids);
+  }
+  const auto& saves = done.at(ids.back()).saves;
+  EXPECT_EQ(saves.count("h"), 1u);
+  if (saves.count("h")) out.saved = at::cat(saves.at("h").list, 0);
+  if (const runner::DecodeGraphs* g = runner->decode_graphs()) out.graph_replays = g->replays();
+  return out;
+}
+
+// Steps with a trace run eager (its hooks must fire); the steps after it
+// finished go through the buckets again; neither changes a token or a save.
+TEST(DevicePathStep, TracedStepsRunEagerBesideTheDecodeBuckets) {
+  const TracedRun with = run_beside_a_trace(true), without = run_beside_a_trace(false);
+  EXPECT_GE(with.graph_replays, 3) << "the untraced requests' last decode steps";
+  EXPECT_EQ(without.graph_replays, 0);
+  EXPECT_EQ(with.tokens, without.tokens);
+  ASSERT_TRUE(with.saved.defined() && without.saved.defined());
+  EXPECT_EQ(with.saved.size(0), 4 + 1) << "the prompt's rows, then one row for its second token";
+  EXPECT_TRUE(at::equal(with.saved, without.saved));
 }
 
 TEST(DevicePathStep, GeneratesWhatTheCpuKernelsGenerate) {
