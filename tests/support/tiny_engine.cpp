@@ -18,12 +18,18 @@ std::shared_ptr<CausalLM> tiny_llama(uint64_t seed) {
 }
 
 std::unique_ptr<runner::Engine> tiny_engine(const EngineArgs& args, std::shared_ptr<CausalLM> model) {
+  return tiny_engine_with_runner(args, std::move(model)).engine;
+}
+
+EngineAndRunner tiny_engine_with_runner(const EngineArgs& args, std::shared_ptr<CausalLM> model) {
   runner::RunnerConfig rc = runner::runner_config_for(args, *model);
   auto mr = std::make_unique<runner::ModelRunner>(model, rc);
   runner::RunnerExtensionContext ext{*mr, args, 0, 1};
   runner::apply_runner_extensions(ext);
-  auto exec = std::make_unique<runner::InProcExecutor>(std::move(mr));
-  return std::make_unique<runner::Engine>(args, std::move(exec), nullptr);
+  EngineAndRunner out;
+  out.runner = mr.get();
+  out.engine = std::make_unique<runner::Engine>(args, std::make_unique<runner::InProcExecutor>(std::move(mr)), nullptr);
+  return out;
 }
 
 std::map<uint64_t, RequestOutput> run_to_completion(runner::Engine& engine) {

@@ -14,9 +14,6 @@
 #include "front/trace_client/graph_file.h"
 #include "front/trace_client/graph_trace.h"
 #include "runner/engine/engine.h"
-#include "runner/executor/inproc_executor.h"
-#include "runner/executor/worker_setup.h"
-#include "runner/model_runner/runner_extension.h"
 #include "support/tiny_engine.h"
 
 namespace nnsight {
@@ -56,13 +53,7 @@ struct StepCounts {
 // CPU detail a GPU's one kernel does not have).
 StepCounts run(int64_t seqs, double temperature = 0.0, bool graphs = false) {
   const EngineArgs args = EngineArgs().kv_cache_memory_mb(16).max_num_seqs(64).cuda_graphs(graphs);
-  auto model = testing::tiny_llama();
-  auto mr = std::make_unique<runner::ModelRunner>(model, runner::runner_config_for(args, *model));
-  const runner::ModelRunner* runner = mr.get();
-  runner::RunnerExtensionContext ext{*mr, args, 0, 1};
-  runner::apply_runner_extensions(ext);
-  auto engine =
-      std::make_unique<runner::Engine>(args, std::make_unique<runner::InProcExecutor>(std::move(mr)), nullptr);
+  auto [engine, runner] = testing::tiny_engine_with_runner(args, testing::tiny_llama());
   for (int64_t s = 0; s < seqs; ++s) {
     runner::RequestInput in;
     for (int32_t t = 0; t < 6; ++t) in.prompt_token_ids.push_back(static_cast<int32_t>(3 + (s * 7 + t * 5) % 90));
@@ -139,12 +130,8 @@ struct TracedRun {
 TracedRun run_beside_a_trace(bool graphs) {
   kernels::ForceDevicePath device;
   const EngineArgs args = EngineArgs().kv_cache_memory_mb(16).max_num_seqs(8).cuda_graphs(graphs);
-  auto model = testing::tiny_llama();
-  auto mr = std::make_unique<runner::ModelRunner>(model, runner::runner_config_for(args, *model));
-  const runner::ModelRunner* runner = mr.get();
-  runner::RunnerExtensionContext ext{*mr, args, 0, 1};
-  runner::apply_runner_extensions(ext);
-  runner::Engine engine(args, std::make_unique<runner::InProcExecutor>(std::move(mr)), nullptr);
+  auto [owned, runner] = testing::tiny_engine_with_runner(args, testing::tiny_llama());
+  runner::Engine& engine = *owned;
   std::vector<uint64_t> ids;
   for (int64_t s = 0; s < 3; ++s) {
     runner::RequestInput in;

@@ -23,9 +23,6 @@
 #include "support/tiny_engine.h"
 #include "support/tiny_models.h"
 #include "runner/engine/engine.h"
-#include "runner/executor/inproc_executor.h"
-#include "runner/executor/worker_setup.h"
-#include "runner/model_runner/runner_extension.h"
 #include "tp/nccl_process_group.h"
 
 namespace nnsight {
@@ -169,11 +166,8 @@ GpuRun generate_on_gpu(std::shared_ptr<CausalLM> model, const std::string& dtype
                        const std::vector<std::vector<int32_t>>& prompts, int64_t max_tokens) {
   const EngineArgs args =
       EngineArgs().device("cuda").dtype(dtype).kv_cache_memory_mb(16).max_num_seqs(16).cuda_graphs(graphs);
-  auto mr = std::make_unique<runner::ModelRunner>(model, runner::runner_config_for(args, *model));
-  const runner::ModelRunner* runner = mr.get();
-  runner::RunnerExtensionContext ext{*mr, args, 0, 1};
-  runner::apply_runner_extensions(ext);
-  runner::Engine engine(args, std::make_unique<runner::InProcExecutor>(std::move(mr)), nullptr);
+  auto [owned, runner] = testing::tiny_engine_with_runner(args, model);
+  runner::Engine& engine = *owned;
   for (const auto& p : prompts) {
     runner::RequestInput in;
     in.prompt_token_ids = p;
