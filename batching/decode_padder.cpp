@@ -29,13 +29,9 @@ const FlatBatch& DecodePadder::pad(const FlatBatch* batch, int64_t rows) {
   TORCH_CHECK(batch == nullptr || is_decode(*batch), "DecodePadder: not a decode step");
   TORCH_CHECK(n <= rows && rows <= max_rows(), "DecodePadder: ", n, " rows do not fit a bucket of ", rows, " (at most ",
               max_rows(), ")");
-  auto* tok = buf_.tokens.data_ptr<int64_t>();
-  auto* pos = buf_.positions.data_ptr<int64_t>();
-  auto* slot = buf_.slots.data_ptr<int64_t>();
-  auto* qs = buf_.query_start.data_ptr<int32_t>();
-  auto* cl = buf_.context_lens.data_ptr<int32_t>();
-  auto* bt = buf_.block_tables.data_ptr<int32_t>();
-  auto* lr = buf_.logits_rows.data_ptr<int64_t>();
+  const FlatBuffers::Data d = buf_.data();
+  int64_t *tok = d.tokens, *pos = d.positions, *slot = d.slots, *lr = d.logits_rows;
+  int32_t *qs = d.query_start, *cl = d.context_lens, *bt = d.block_tables;
   BatchMeta& meta = padded_.meta;
   if (n > 0) {
     const BatchMeta& m = batch->meta;

@@ -33,6 +33,12 @@ void FlatBuffers::view(FlatBatch& batch, int64_t num_tokens, int64_t num_seqs, i
   meta.num_seqs = num_seqs;
 }
 
+FlatBuffers::Data FlatBuffers::data() const {
+  return {tokens.data_ptr<int64_t>(),      positions.data_ptr<int64_t>(),   slots.data_ptr<int64_t>(),
+          logits_rows.data_ptr<int64_t>(), query_start.data_ptr<int32_t>(), context_lens.data_ptr<int32_t>(),
+          block_tables.data_ptr<int32_t>()};
+}
+
 Flattener::Flattener(int64_t max_tokens, int64_t max_seqs, int64_t max_blocks_per_seq, int64_t block_size)
     : block_size_(block_size), buf_(max_tokens, max_seqs, max_blocks_per_seq) {
   if (block_size <= 0) throw std::invalid_argument("Flattener: block_size must be positive");
@@ -49,13 +55,9 @@ const FlatBatch& Flattener::flatten(const std::vector<const SeqSlot*>& slots) {
     throw std::invalid_argument("Flattener: " + std::to_string(num_seqs) + " sequences exceed the " +
                                 std::to_string(buf_.context_lens.size(0)) + " it was sized for");
   }
-  auto* tok = buf_.tokens.data_ptr<int64_t>();
-  auto* pos = buf_.positions.data_ptr<int64_t>();
-  auto* slot = buf_.slots.data_ptr<int64_t>();
-  auto* qs = buf_.query_start.data_ptr<int32_t>();
-  auto* cl = buf_.context_lens.data_ptr<int32_t>();
-  auto* bt = buf_.block_tables.data_ptr<int32_t>();
-  auto* lr = buf_.logits_rows.data_ptr<int64_t>();
+  const FlatBuffers::Data d = buf_.data();
+  int64_t *tok = d.tokens, *pos = d.positions, *slot = d.slots, *lr = d.logits_rows;
+  int32_t *qs = d.query_start, *cl = d.context_lens, *bt = d.block_tables;
   BatchMeta& meta = batch_.meta;
   BatchGroups& groups = batch_.groups;
   groups.clear();

@@ -33,6 +33,13 @@ struct FlatBuffers {
   // Points `batch`'s tensors at the first `tokens` / `seqs` / `logits` rows.
   void view(FlatBatch& batch, int64_t tokens, int64_t seqs, int64_t logits) const;
 
+  // The buffers' memory, for the loops that fill them.
+  struct Data {
+    int64_t *tokens, *positions, *slots, *logits_rows;
+    int32_t *query_start, *context_lens, *block_tables;
+  };
+  Data data() const;
+
   at::Tensor tokens, positions, slots;  // [max_tokens] int64
   at::Tensor query_start;               // [max_seqs + 1] int32
   at::Tensor context_lens;              // [max_seqs] int32

@@ -28,7 +28,6 @@ UseDecodeGraphs::~UseDecodeGraphs() { g_graphs_on.store(before_); }
 bool UseDecodeGraphs::enabled() { return g_graphs_on.load(std::memory_order_relaxed); }
 
 struct DecodeGraphs::Bucket {
-  int64_t rows = 0;
   std::unique_ptr<batching::BatchUploader> uploader;  // null on the CPU
   // The padded batch where the forward reads it: uploaded into the bucket's
   // buffers on a device, the padder's own buffers (also fixed) on the CPU.
@@ -67,10 +66,14 @@ std::vector<int64_t> DecodeGraphs::bucket_sizes(int64_t max_rows) {
   return s;
 }
 
+size_t DecodeGraphs::index_for(const batching::FlatBatch& batch) const {
+  if (!batching::DecodePadder::is_decode(batch)) return sizes_.size();
+  return static_cast<size_t>(std::lower_bound(sizes_.begin(), sizes_.end(), batch.meta.num_seqs) - sizes_.begin());
+}
+
 int64_t DecodeGraphs::bucket_for(const batching::FlatBatch& batch) const {
-  if (!batching::DecodePadder::is_decode(batch)) return 0;
-  const auto it = std::lower_bound(sizes_.begin(), sizes_.end(), batch.meta.num_seqs);
-  return it == sizes_.end() ? 0 : *it;
+  const size_t i = index_for(batch);
+  return i < sizes_.size() ? sizes_[i] : 0;
 }
 
 at::Tensor DecodeGraphs::forward_and_logits(const batching::DeviceBatch& inputs) {
@@ -78,12 +81,10 @@ at::Tensor DecodeGraphs::forward_and_logits(const batching::DeviceBatch& inputs)
   return model_.compute_logits(hidden, inputs.meta.logits_rows);
 }
 
-DecodeGraphs::Bucket& DecodeGraphs::bucket(int64_t rows) {
-  const size_t i = static_cast<size_t>(std::lower_bound(sizes_.begin(), sizes_.end(), rows) - sizes_.begin());
-  TORCH_CHECK(i < sizes_.size() && sizes_[i] == rows, "DecodeGraphs: no bucket of ", rows, " rows");
+DecodeGraphs::Bucket& DecodeGraphs::bucket(size_t i) {
+  const int64_t rows = sizes_[i];
   if (!buckets_[i]) {
     auto b = std::make_unique<Bucket>();
-    b->rows = rows;
     if (!model_.options().device().is_cpu())
       b->uploader = std::make_unique<batching::BatchUploader>(model_.options().device());
     // Its buffers' sizes are the bucket's, whatever the step: every later
@@ -140,9 +141,10 @@ void DecodeGraphs::capture(Bucket& b) {
 }
 
 DecodeGraphs::Step DecodeGraphs::run(const batching::FlatBatch& batch) {
-  const int64_t rows = bucket_for(batch);
-  TORCH_CHECK(rows > 0, "DecodeGraphs::run: not a decode step of at most ", options_.max_rows, " rows");
-  Bucket& b = bucket(rows);
+  const size_t i = index_for(batch);
+  TORCH_CHECK(i < sizes_.size(), "DecodeGraphs::run: not a decode step of at most ", options_.max_rows, " rows");
+  const int64_t rows = sizes_[i];
+  Bucket& b = bucket(i);
   const batching::DeviceBatch up = b.place(padder_.pad(&batch, rows));
   TORCH_CHECK(up.token_ids.data_ptr() == b.inputs.token_ids.data_ptr() &&
                   up.meta.block_tables.data_ptr() == b.inputs.meta.block_tables.data_ptr(),

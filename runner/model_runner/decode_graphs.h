@@ -112,7 +112,8 @@ class DecodeGraphs {
 
  private:
   struct Bucket;
-  Bucket& bucket(int64_t rows);
+  size_t index_for(const batching::FlatBatch& batch) const;  // sizes_.size() when no bucket holds it
+  Bucket& bucket(size_t index);                              // made (and captured) on first use
   at::Tensor forward_and_logits(const batching::DeviceBatch& inputs);
   void capture(Bucket& b);
 

@@ -106,8 +106,7 @@ class ModelRunner {
   // level (the forward) and at prompt level (the logits); see int8_rows.h.
   void mark_int8_rows();
   kernels::Int8Rows int8_tokens_, int8_samples_;
-  std::vector<uint8_t> int8_token_flags_,
-      int8_sample_flags_;  // reused each step  // off the CPU: the step's one host-to-device copy
+  std::vector<uint8_t> int8_token_flags_, int8_sample_flags_;  // reused each step
 };
 
 }  // namespace nnsight::runner

@@ -23,14 +23,6 @@ at::Tensor shift_right(const at::Tensor& z, int s) {
 
 }  // namespace
 
-uint64_t mix_seed(uint64_t seed, int64_t step) {
-  // splitmix64 of (seed, step): decorrelates neighbouring steps and seeds.
-  uint64_t z = seed + 0x9e3779b97f4a7c15ull * static_cast<uint64_t>(step + 1);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
-
 at::Tensor hashed_uniform(const at::Tensor& keys, const at::Tensor& ids) {
   // splitmix64(key + (id + 1) * golden) per element: [R, V] int64.
   at::Tensor z = keys.unsqueeze(1) + (ids + 1).unsqueeze(0) * bits(0x9e3779b97f4a7c15ull);

@@ -22,9 +22,6 @@
 
 namespace nnsight::runner {
 
-// splitmix64 of (seed, step): the key of a row's noise (shared with the CPU sampler).
-uint64_t mix_seed(uint64_t seed, int64_t step);
-
 // logits: [R, V] (any float dtype, on the device); rows[i] describes row i
 // (temperature > 0). Returns the sampled token ids, [R] int64 on the device.
 at::Tensor sample_on_device(const at::Tensor& logits, const std::vector<const SamplingRow*>& rows);

@@ -39,6 +39,14 @@ at::Tensor filtered_probs(const at::Tensor& row, const SamplingRow& r) {
 
 }  // namespace
 
+uint64_t mix_seed(uint64_t seed, int64_t step) {
+  // splitmix64 of (seed, step): decorrelates neighbouring steps and seeds.
+  uint64_t z = seed + 0x9e3779b97f4a7c15ull * static_cast<uint64_t>(step + 1);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
 TokenLogprobs logprobs_of(const at::Tensor& row_logits, int32_t token, int64_t top_n) {
   at::Tensor lp = at::log_softmax(row_logits.to(at::kFloat), 0);
   TokenLogprobs out;

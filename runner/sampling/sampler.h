@@ -34,6 +34,10 @@ struct SamplerOutput {
 // logits: [S, vocab] float32.
 SamplerOutput sample(const at::Tensor& logits, const std::vector<SamplingRow>& rows);
 
+// splitmix64 of (seed, step): the key of a row's noise, on the CPU (its
+// generator's seed) and on the device path (device_sampler.h).
+uint64_t mix_seed(uint64_t seed, int64_t step);
+
 // Log-probabilities of `token` and the top-n tokens of one row of raw logits.
 TokenLogprobs logprobs_of(const at::Tensor& row_logits, int32_t token, int64_t top_n);
 

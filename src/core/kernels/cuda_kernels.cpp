@@ -47,7 +47,10 @@ bool cuda_kernels_for(const at::Tensor& t) {
   return (st == at::kFloat || st == at::kHalf || st == at::kBFloat16) && switched_on();
 }
 
-UseCudaKernels::UseCudaKernels(bool on) : before_((switched_on(), g_use.exchange(on ? 1 : 0))) {}
+UseCudaKernels::UseCudaKernels(bool on) {
+  switched_on();  // the environment decides first, so the destructor restores its choice
+  before_ = g_use.exchange(on ? 1 : 0);
+}
 
 UseCudaKernels::~UseCudaKernels() { g_use.store(before_); }
 

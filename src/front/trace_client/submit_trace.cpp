@@ -3,7 +3,6 @@
 #include <atomic>
 #include <future>
 #include <memory>
-#include <string>
 
 #include <nnsight/error.hpp>
 

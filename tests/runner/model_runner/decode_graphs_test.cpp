@@ -137,8 +137,12 @@ TEST(DecodeGraphs, PaddedStepGivesTheEagerStepsLogitsOnTheDevicePath) {
   }
 }
 
+// On the CPU kernels' path there are no graphs to replay, asked for or not:
+// the runner builds none and every step runs eager.
 TEST(DecodeGraphs, ACpuEngineRunsEveryStepEager) {
-  auto engine = testing::tiny_engine(EngineArgs().kv_cache_memory_mb(8).cuda_graphs(true), testing::tiny_llama());
+  auto [engine, runner] =
+      testing::tiny_engine_with_runner(EngineArgs().kv_cache_memory_mb(8).cuda_graphs(true), testing::tiny_llama());
+  EXPECT_EQ(runner->decode_graphs(), nullptr);
   runner::RequestInput in;
   in.prompt_token_ids = {5, 6, 7};
   in.params = SamplingParams().temperature(0).max_tokens(3).ignore_eos(true);

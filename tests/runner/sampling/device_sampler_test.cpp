@@ -17,6 +17,7 @@
 
 #include "core/kernels/kernel_path.h"
 #include "runner/sampling/sampler.h"
+#include "support/sampling_rows.h"
 #include "tp/nccl_process_group.h"
 
 namespace nnsight {
@@ -35,13 +36,7 @@ int64_t as_signed(uint64_t u) {
   return s;
 }
 
-runner::SamplingRow row(double temperature, uint64_t seed, int64_t step) {
-  runner::SamplingRow r;
-  r.temperature = temperature;
-  r.seed = seed;
-  r.step = step;
-  return r;
-}
+using testing::sampling_row;
 
 TEST(DeviceSampler, NoiseIsSplitmixOfKeyAndTokenAndUniform) {
   const std::vector<uint64_t> keys = {0, 1, 0xdeadbeefcafef00dull, runner::mix_seed(7, 3)};
@@ -70,7 +65,7 @@ TEST(DeviceSampler, DrawsFollowTheFilteredDistribution) {
   // top_p 0.95 drops the tail past 0.95 of the mass, min_p 0.02 what is under
   // 2 % of the top token's probability.
   const std::vector<float> logit = {2.0f, 1.5f, 1.0f, 0.2f, -0.5f, 1.9f};
-  auto r = row(0.5, 42, 0);
+  auto r = sampling_row(0.5, 42, 0);
   r.top_k = 5;
   r.top_p = 0.95;
   r.min_p = 0.02;
@@ -114,10 +109,10 @@ TEST(DeviceSampler, ARowsDrawDoesNotDependOnItsCompanions) {
   at::manual_seed(9);
   const at::Tensor mine = at::randn({1, 300});
   for (uint64_t seed = 0; seed < 20; ++seed) {
-    auto r = row(0.9, seed, 5);
+    auto r = sampling_row(0.9, seed, 5);
     r.top_p = 0.8;
     const int64_t alone = runner::sample_on_device(mine, {&r}).item<int64_t>();
-    const auto a = row(1.3, 1, 1), b = row(0.4, 2, 9);
+    const auto a = sampling_row(1.3, 1, 1), b = sampling_row(0.4, 2, 9);
     const at::Tensor batch = at::cat({at::randn({1, 300}), mine, at::randn({1, 300})}, 0);
     EXPECT_EQ(runner::sample_on_device(batch, {&a, &r, &b})[1].item<int64_t>(), alone) << "seed " << seed;
   }
@@ -126,7 +121,7 @@ TEST(DeviceSampler, ARowsDrawDoesNotDependOnItsCompanions) {
 TEST(DeviceSampler, TheSamplerUsesItOnTheDevicePath) {
   at::manual_seed(10);
   const at::Tensor logits = at::randn({3, 200});
-  std::vector<runner::SamplingRow> rows = {row(0.0, 0, 0), row(0.8, 17, 2), row(1.2, 18, 3)};
+  std::vector<runner::SamplingRow> rows = {sampling_row(0.0, 0, 0), sampling_row(0.8, 17, 2), sampling_row(1.2, 18, 3)};
   rows[2].logprobs = 2;
   runner::SamplerOutput out;
   {
@@ -155,7 +150,7 @@ TEST(DeviceSampler, TheGpuDrawsWhatTheCpuDraws) {
   at::manual_seed(11);
   const int64_t n = 1000;
   const at::Tensor logits = at::randn({n, 5000}) * 3;
-  std::vector<runner::SamplingRow> rows(static_cast<size_t>(n), row(0.9, 5, 0));
+  std::vector<runner::SamplingRow> rows(static_cast<size_t>(n), sampling_row(0.9, 5, 0));
   std::vector<const runner::SamplingRow*> ptrs;
   for (int64_t i = 0; i < n; ++i) {
     rows[static_cast<size_t>(i)].step = i;
