@@ -7,8 +7,9 @@
 //     kernels off) at the smallest and largest batch, as what each is worth;
 //   - trace costs at one batch, as ratios to the untraced decode of the same
 //     batch, alternating the variants round after round: saving one layer
-//     every step, steering one layer every step, saving every layer (traced
-//     steps run eager: each ratio also against the untraced decode eager).
+//     every step, steering one layer every step, saving every layer (traces
+//     that only save replay CUDA graphs with their hooks deferred, a steering
+//     trace runs eager: each ratio also against the untraced decode eager).
 // The model is Llama-3-8B-shaped with random weights made on the device (no
 // download; the text is meaningless, the speed is not), or --shape tiny for
 // a smoke run anywhere.
@@ -287,8 +288,9 @@ int main(int argc, char** argv) {
       {"save one layer every step", every_step(save_layer(mid, 1, "h"))},
       {"steer one layer every step", every_step(steer_layer(mid, cfg.hidden_size))},
       {"save every layer every step", every_step(all_layers)}};
-  // Traced steps run eager: each ratio against the untraced decode as it
-  // runs (CUDA graphs where built) and against the untraced decode eager.
+  // Each ratio against the untraced decode as it runs (CUDA graphs where
+  // built) and against the untraced decode eager: saving traces replay
+  // graphs of their own (captured in the first round), steering runs eager.
   std::vector<std::vector<double>> ratios(variants.size()), eager_ratios(variants.size());
   for (int64_t r = 0; r < o.rounds; ++r) {
     const double plain = decode_seconds(*engine, plain_requests(o.trace_batch, vocab, o.steps + 1), o.steps, device);

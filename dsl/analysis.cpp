@@ -84,6 +84,26 @@ bool uses_gradients(const Graph& g) {
   return false;
 }
 
+bool leaves_forward_alone(const Graph& g) {
+  for (const auto& n : g.nodes) {
+    switch (n.kind) {
+      case NodeKind::Set:
+        if (!n.key || n.key->is_module()) return false;
+        break;
+      case NodeKind::Op:
+        if (n.name == "setitem") return false;
+        break;
+      case NodeKind::Apply:
+      case NodeKind::Backward:
+      case NodeKind::Grad:
+        return false;
+      default:
+        break;
+    }
+  }
+  return true;
+}
+
 NodeId grad_source(const Graph& g, NodeId value) {
   const Node& n = g.nodes[value];
   if (n.kind == NodeKind::Op && n.name == "getitem" && n.args.size() == 2) {

@@ -55,6 +55,13 @@ struct GraphAnalysis {
 GraphAnalysis analyze(const Graph& g);
 // Whether the graph calls backward() (its requests then run with autograd).
 bool uses_gradients(const Graph& g);
+// Whether running the graph leaves the model's forward as it was: no write
+// to a module's value (a Set of a module key; setitem, in place, on any
+// value), no registered function (an Apply may change its arguments in
+// place; we cannot tell), no backward(). Such a graph's reads may be served
+// after the forward, from copies (a CUDA graph's replay: core/hook_taps.h).
+// Writes to logits and samples still qualify: those phases follow the forward.
+bool leaves_forward_alone(const Graph& g);
 // The node whose model value `value` is, for a grad(): `value` itself, or,
 // for a getitem of it with a constant int (an element of a module's tuple),
 // the node it indexes. Whether that is a Get of a differentiable key is the

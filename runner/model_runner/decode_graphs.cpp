@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <optional>
 
 #include "batching/batch_upload.h"
 
@@ -27,6 +28,16 @@ UseDecodeGraphs::UseDecodeGraphs(bool on) : before_(g_graphs_on.exchange(on)) {}
 UseDecodeGraphs::~UseDecodeGraphs() { g_graphs_on.store(before_); }
 bool UseDecodeGraphs::enabled() { return g_graphs_on.load(std::memory_order_relaxed); }
 
+// One graph of a bucket: for one set of hooked modules.
+struct DecodeGraphs::Captured {
+  HookedModules hooked;
+  at::Tensor logits;                    // [rows, vocab]: the graph's output
+  std::vector<HookTaps::Event> events;  // where the hooks were due: the graph's copies of the values
+#if NNSIGHT_TORCH_CUDA
+  std::unique_ptr<at::cuda::CUDAGraph> graph;
+#endif
+};
+
 struct DecodeGraphs::Bucket {
   std::unique_ptr<batching::BatchUploader> uploader;  // null on the CPU
   // The padded batch where the forward reads it: uploaded into the bucket's
@@ -34,11 +45,8 @@ struct DecodeGraphs::Bucket {
   batching::DeviceBatch place(const batching::FlatBatch& padded) const {
     return uploader ? uploader->upload(padded) : batching::DeviceBatch{padded.token_ids, padded.meta};
   }
-  batching::DeviceBatch inputs;  // the fixed buffers the graph reads
-  at::Tensor logits;             // [rows, vocab]: the graph's output
-#if NNSIGHT_TORCH_CUDA
-  std::unique_ptr<at::cuda::CUDAGraph> graph;
-#endif
+  batching::DeviceBatch inputs;                   // the fixed buffers its graphs read
+  std::vector<std::unique_ptr<Captured>> graphs;  // one per hook set, made on first use
 };
 
 DecodeGraphs::DecodeGraphs(CausalLM& model, std::vector<KVCache>& kv, DecodeGraphOptions options)
@@ -90,13 +98,30 @@ DecodeGraphs::Bucket& DecodeGraphs::bucket(size_t i) {
     // Its buffers' sizes are the bucket's, whatever the step: every later
     // upload lands at these addresses.
     b->inputs = b->place(padder_.pad(nullptr, rows));
-    if (options_.capture) capture(*b);
     buckets_[i] = std::move(b);
   }
   return *buckets_[i];
 }
 
-void DecodeGraphs::capture(Bucket& b) {
+bool DecodeGraphs::can_run(const batching::FlatBatch& batch, const HookedModules& hooked) const {
+  if (index_for(batch) >= sizes_.size()) return false;
+  return hooked.empty() || std::find(hook_sets_.begin(), hook_sets_.end(), hooked) != hook_sets_.end() ||
+         static_cast<int64_t>(hook_sets_.size()) < options_.max_hook_sets;
+}
+
+DecodeGraphs::Captured& DecodeGraphs::graph_for(Bucket& b, const HookedModules& hooked) {
+  for (auto& c : b.graphs)
+    if (c->hooked == hooked) return *c;
+  auto c = std::make_unique<Captured>();
+  c->hooked = hooked;
+  if (options_.capture) capture(b, *c);
+  if (!hooked.empty() && std::find(hook_sets_.begin(), hook_sets_.end(), hooked) == hook_sets_.end())
+    hook_sets_.push_back(hooked);
+  b.graphs.push_back(std::move(c));
+  return *b.graphs.back();
+}
+
+void DecodeGraphs::capture(Bucket& b, Captured& c) {
 #if NNSIGHT_TORCH_CUDA
   const c10::Device device = model_.options().device();
   const c10::cuda::CUDAGuard guard(device);
@@ -105,31 +130,42 @@ void DecodeGraphs::capture(Bucket& b) {
   at::cuda::CUDAEvent uploaded;
   uploaded.record(main);
   uploaded.block(side);
+  // With hooked modules, every forward here records their values instead of
+  // calling the hooks (which must not see the padding rows' values): the
+  // captured copies are what each replay refills.
+  auto forward = [&](bool keep_events) {
+    std::optional<HookTaps> taps;
+    if (!c.hooked.empty()) taps.emplace();
+    at::Tensor logits = forward_and_logits(b.inputs);
+    if (keep_events && taps) c.events = taps->take_events();
+    return logits;
+  };
   {
     const c10::cuda::CUDAStreamGuard on_side(side);
     // Warm-up on the capture stream: lazily made tables, cuBLAS handles and
     // workspaces (per stream) exist before the capture, which cannot make them.
-    forward_and_logits(b.inputs);
-    forward_and_logits(b.inputs);
+    forward(false);
+    forward(false);
     side.synchronize();
-    b.graph = std::make_unique<at::cuda::CUDAGraph>();
+    c.graph = std::make_unique<at::cuda::CUDAGraph>();
     // Thread-local capture: the result thread's event waits stay legal.
-    b.graph->capture_begin(pool_.first || pool_.second ? pool_ : c10::MempoolId_t{0, 0},
+    c.graph->capture_begin(pool_.first || pool_.second ? pool_ : c10::MempoolId_t{0, 0},
                            cudaStreamCaptureModeThreadLocal);
     try {
       // The host fields it reads (fixed by the padder) are those of a batch
       // of padding rows: the same values every step reports.
-      b.logits = forward_and_logits(b.inputs);
-      b.graph->capture_end();
+      c.logits = forward(true);
+      c.graph->capture_end();
     } catch (...) {
       try {
-        b.graph->capture_end();
+        c.graph->capture_end();
       } catch (...) {
       }
-      b.graph.reset();
+      c.graph.reset();
+      c.events.clear();
       throw;
     }
-    pool_ = b.graph->pool();
+    pool_ = c.graph->pool();
   }
   at::cuda::CUDAEvent captured;
   captured.record(side);
@@ -140,30 +176,46 @@ void DecodeGraphs::capture(Bucket& b) {
 #endif
 }
 
-DecodeGraphs::Step DecodeGraphs::run(const batching::FlatBatch& batch) {
+DecodeGraphs::Step DecodeGraphs::run(const batching::FlatBatch& batch, const HookedModules& hooked) {
   const size_t i = index_for(batch);
   TORCH_CHECK(i < sizes_.size(), "DecodeGraphs::run: not a decode step of at most ", options_.max_rows, " rows");
+  TORCH_CHECK(can_run(batch, hooked), "DecodeGraphs::run: no graph may be made for another hook set");
   const int64_t rows = sizes_[i];
   Bucket& b = bucket(i);
-  const batching::DeviceBatch up = b.place(padder_.pad(&batch, rows));
-  TORCH_CHECK(up.token_ids.data_ptr() == b.inputs.token_ids.data_ptr() &&
-                  up.meta.block_tables.data_ptr() == b.inputs.meta.block_tables.data_ptr(),
-              "DecodeGraphs: a bucket's inputs moved");
+  Captured* c = nullptr;
+  batching::DeviceBatch up;
   at::Tensor logits;
-  if (options_.capture) {
+  try {
+    c = &graph_for(b, hooked);
+    up = b.place(padder_.pad(&batch, rows));
+    TORCH_CHECK(up.token_ids.data_ptr() == b.inputs.token_ids.data_ptr() &&
+                    up.meta.block_tables.data_ptr() == b.inputs.meta.block_tables.data_ptr(),
+                "DecodeGraphs: a bucket's inputs moved");
 #if NNSIGHT_TORCH_CUDA
-    b.graph->replay();
+    if (options_.capture) c->graph->replay();
 #endif
-    logits = b.logits;
+  } catch (const std::exception& e) {
+    throw GraphUnavailable(e.what());
+  }
+  if (options_.capture) {
+    logits = c->logits;
   } else {
     // The step's host fields (the CPU kernels read them), or the fixed ones
     // a graph captured on padding rows would replay with.
     batching::DeviceBatch inputs = up;
     if (options_.fixed_host_fields) inputs.meta = b.inputs.meta;
+    std::optional<HookTaps> taps;
+    if (!hooked.empty()) taps.emplace();
     logits = forward_and_logits(inputs);
+    if (taps) c->events = taps->take_events();
   }
   ++replays_;
   const int64_t n = batch.meta.num_seqs;
+  // The hooks see the step's rows only, in copies of their own.
+  if (!hooked.empty()) {
+    HookTaps::fire(c->events, n, rows);
+    ++hooked_replays_;
+  }
   Step s;
   s.logits = logits.narrow(0, 0, n);
   s.token_ids = up.token_ids.narrow(0, 0, n);

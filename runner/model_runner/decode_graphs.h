@@ -10,25 +10,36 @@
 // A bucket's graph is captured the first time a step needs it (a warm-up
 // forward, then the capture, on a side stream; all buckets share one memory
 // pool). A graph replays exactly the kernels it recorded, so the runner uses
-// one only where nothing else may run: no trace, no forward hook, no
-// capture, no gradients, one rank; other steps run eager. Decode attention
+// one only where nothing else must run inside the forward: no hook that
+// writes (a steering trace, forward-hook configs, capture), no gradients,
+// one rank; other steps run eager. Decode attention
 // must read everything from device memory (kernels::cuda's decode kernel):
 // the runner asks for graphs only where that kernel runs.
 //
+// A step whose modules carry hooks that only read (a trace that saves;
+// StepObserver::deferrable_hooks) replays a graph of its own, captured with
+// those modules hooked: where each hook was due, the graph copies the
+// module's values into memory it keeps (core/hook_taps.h), and after the
+// replay the hooks run, in forward order, on the step's rows of them. Such
+// graphs are keyed by the hooked modules; `max_hook_sets` of them at most.
+//
 // On a device without graphs (the CPU; `capture(false)`) the same padded
-// buffers run the forward eagerly: the tests check the padding there.
+// buffers run the forward eagerly (with the same deferred hooks): the tests
+// check the padding there.
 #pragma once
 
 #include <ATen/core/Tensor.h>
 
 #include <cstdint>
 #include <memory>
+#include <stdexcept>
 #include <utility>
 #include <vector>
 
 #include "batching/batch_upload.h"
 #include "batching/decode_padder.h"
 #include "batching/flattener.h"
+#include "core/hook_taps.h"
 #include "core/kv_cache.h"
 #include "models/causal_lm.h"
 
@@ -36,6 +47,21 @@ namespace nnsight::runner {
 
 // Turns graph replays off (or on) for its lifetime, process-wide: benches
 // compare a step replayed with the same step eager on one engine.
+// Thrown by DecodeGraphs::run when the step's graph could not be captured or
+// replayed (nothing of the step ran): the step may run eager instead.
+struct GraphUnavailable : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// A module whose hooks a graph defers, and which of them.
+struct HookedModule {
+  Module* module = nullptr;
+  bool before = false;  // pre-hooks
+  bool after = false;   // forward hooks
+  bool operator==(const HookedModule& o) const { return module == o.module && before == o.before && after == o.after; }
+};
+using HookedModules = std::vector<HookedModule>;
+
 class UseDecodeGraphs {
  public:
   explicit UseDecodeGraphs(bool on);
@@ -56,6 +82,7 @@ struct DecodeGraphOptions {
   int64_t max_context_len = 8192;  // the engine's max_model_len
   bool capture = true;             // false: run the padded forward eagerly (tests)
   bool fixed_host_fields = false;  // eager runs see the bucket's fixed host fields, as a replayed graph does
+  int64_t max_hook_sets = 8;       // distinct sets of deferred hooks with graphs of their own (all buckets)
 
   DecodeGraphOptions& rows(int64_t v) {
     max_rows = v;
@@ -85,6 +112,10 @@ struct DecodeGraphOptions {
     capture = v;
     return *this;
   }
+  DecodeGraphOptions& hook_sets(int64_t v) {
+    max_hook_sets = v;
+    return *this;
+  }
 };
 
 class DecodeGraphs {
@@ -104,18 +135,27 @@ class DecodeGraphs {
     at::Tensor token_ids;      // [num_seqs] on the device: the step's rows of the bucket's inputs
     batching::BatchMeta meta;  // the step's rows of the bucket's inputs (host fields the step's own)
   };
-  // Runs a decode step (bucket_for(batch) > 0) through its bucket's graph.
-  Step run(const batching::FlatBatch& batch);
+  // Whether run(batch, hooked) may replay a graph: the bucket's graph for
+  // `hooked` exists, or another hook set may still have graphs.
+  bool can_run(const batching::FlatBatch& batch, const HookedModules& hooked) const;
+  // Runs a decode step (bucket_for(batch) > 0) through its bucket's graph
+  // for `hooked` (empty: no module is hooked), then fires the deferred hooks.
+  // GraphUnavailable when the graph failed; a hook's exception passes through.
+  Step run(const batching::FlatBatch& batch, const HookedModules& hooked = {});
 
   int64_t graphs_captured() const { return captured_; }
   int64_t replays() const { return replays_; }
+  int64_t hooked_replays() const { return hooked_replays_; }  // of replays(): with deferred hooks
 
  private:
   struct Bucket;
+  struct Captured;
   size_t index_for(const batching::FlatBatch& batch) const;  // sizes_.size() when no bucket holds it
   Bucket& bucket(size_t index);                              // made (and captured) on first use
   at::Tensor forward_and_logits(const batching::DeviceBatch& inputs);
-  void capture(Bucket& b);
+  // The bucket's graph for `hooked`, made (and captured) on first use.
+  Captured& graph_for(Bucket& b, const HookedModules& hooked);
+  void capture(Bucket& b, Captured& c);
 
   CausalLM& model_;
   std::vector<KVCache>& kv_;
@@ -124,7 +164,8 @@ class DecodeGraphs {
   std::vector<std::unique_ptr<Bucket>> buckets_;  // one per size, made on first use
   batching::DecodePadder padder_;
   std::pair<unsigned long long, unsigned long long> pool_{0, 0};  // the graphs' shared memory pool
-  int64_t captured_ = 0, replays_ = 0;
+  std::vector<HookedModules> hook_sets_;  // with graphs in some bucket (HookedModules{} not counted)
+  int64_t captured_ = 0, replays_ = 0, hooked_replays_ = 0;
 };
 
 }  // namespace nnsight::runner

@@ -23,7 +23,8 @@ namespace {
 //    activations. The prefix cache needs no salt for them: a traced request
 //    never reuses cached blocks (the trace policy turns prefix caching off),
 //    so every request that does is an 8-bit one;
-//  - a step of only such requests may replay a CUDA graph (decode_graphs.h).
+//  - the logits a CUDA graph replayed (decode_graphs.h) are theirs to
+//    read until the next replay; a traced request gets a copy.
 bool untraced(const SamplingParams& p) { return p.payload().empty() && !p.gradients(); }
 }  // namespace
 
@@ -131,8 +132,8 @@ void ModelRunner::prepare_inputs(const SchedulerOutput& step) {
   for (const auto& s : step.scheduled)
     if (!failed_.count(s.id) && states_.count(s.id)) scheduled_.push_back(&s);
   const batching::FlatBatch& batch = inputs_.flatten(scheduled_);
-  graph_candidate_ = graphs_ && UseDecodeGraphs::enabled() && graphs_->bucket_for(batch) > 0 &&
-                     graph_allowed_by_requests() && (graphs_emulated_ || kernels::cuda_kernels_for(kv_.front().key));
+  graph_candidate_ = graphs_ && UseDecodeGraphs::enabled() && graphs_->bucket_for(batch) > 0 && !gradient_step() &&
+                     (graphs_emulated_ || kernels::cuda_kernels_for(kv_.front().key));
   if (graph_candidate_) {
     // The graph's bucket uploads the inputs; until then the step's host meta.
     token_ids_device_ = at::Tensor();
@@ -157,25 +158,41 @@ void ModelRunner::upload_eager_inputs() {
   }
 }
 
-bool ModelRunner::graph_allowed_by_requests() const {
+bool ModelRunner::all_untraced() const {
   for (const auto& r : groups())
     if (!untraced(states_.at(r.id).params)) return false;
   return true;
 }
 
-bool ModelRunner::no_module_hooked() const {
-  for (const Module* m : hookable_)
-    if (m->has_hooks()) return false;
-  return true;
+bool ModelRunner::hooks_for_graph(const StepContext& ctx, HookedModules& hooked) const {
+  hooked.clear();
+  size_t hooks = 0;
+  for (Module* m : hookable_) {
+    if (!m->has_hooks()) continue;
+    hooks += m->num_hooks();
+    hooked.push_back(HookedModule{m, m->has_pre_hooks(), m->has_forward_hooks()});
+  }
+  if (hooks == 0) return true;
+  if (tapped_graphs_off_) return false;
+  // Each hook must be one its owner may run after the forward.
+  size_t deferrable = 0;
+  for (const auto& o : observers_) deferrable += o->deferrable_hooks(ctx);
+  return deferrable == hooks && graphs_->can_run(inputs_.batch(), hooked);
 }
 
-at::Tensor ModelRunner::run_decode_graph() {
+at::Tensor ModelRunner::run_decode_graph(const HookedModules& hooked) {
   try {
-    DecodeGraphs::Step s = graphs_->run(inputs_.batch());
+    DecodeGraphs::Step s = graphs_->run(inputs_.batch(), hooked);
     token_ids_device_ = std::move(s.token_ids);
     meta_device_ = std::move(s.meta);
     return s.logits;
-  } catch (const std::exception& e) {
+  } catch (const GraphUnavailable& e) {
+    if (!hooked.empty()) {
+      log_warning(std::string("CUDA graphs with deferred hooks off for this engine, traced steps run eager: ") +
+                  e.what());
+      tapped_graphs_off_ = true;
+      return at::Tensor();
+    }
     // A model whose forward cannot be captured (a host synchronization, a
     // shape that depends on values) runs eager from here on.
     log_warning(std::string("CUDA graphs off for this engine, every step runs eager: ") + e.what());
@@ -307,9 +324,15 @@ ModelRunnerOutput ModelRunner::execute(const SchedulerOutput& step) {
       meta_device_ = meta_device_.clone();
     }
     for (auto& o : observers_) o->before_forward(ctx);
-    // Hooks a before_forward installed rule the graph out.
+    // A graph, where every hook on the model may run after it (none, or a
+    // trace's that only read); any other hook keeps the step eager.
     at::Tensor logits;
-    if (graph_candidate_ && no_module_hooked()) logits = run_decode_graph();
+    if (graph_candidate_ && hooks_for_graph(ctx, hooked_)) {
+      logits = run_decode_graph(hooked_);
+      // The graph's logits are overwritten by its next replay; a trace may
+      // keep what it reads of them for a later step.
+      if (logits.defined() && !all_untraced()) logits = logits.clone();
+    }
     if (logits.defined()) {
       for (auto& o : observers_) o->after_forward(ctx);
     } else {

@@ -92,16 +92,22 @@ class ModelRunner {
   batching::BatchMeta meta_device_;
   std::unique_ptr<batching::BatchUploader> uploader_;
   // RunnerConfig::cuda_graphs (decode_graphs.h). graph_candidate_: this
-  // step's requests allow a graph (checked again for hooks after the
-  // observers' before_forward); its eager inputs are then not uploaded.
+  // step may replay a graph (a decode step, no gradients; checked again for
+  // hooks after the observers' before_forward); its eager inputs are then
+  // not uploaded.
   void upload_eager_inputs();
-  at::Tensor run_decode_graph();  // the step's logits, or undefined when graphs just failed
-  bool graph_allowed_by_requests() const;
-  bool no_module_hooked() const;
+  // The step's logits, or undefined when graphs (with these hooks) just failed.
+  at::Tensor run_decode_graph(const HookedModules& hooked);
+  // Whether this step may replay a graph with the model's hooks as they
+  // are now, which it lists in `hooked` (StepObserver::deferrable_hooks).
+  bool hooks_for_graph(const StepContext& ctx, HookedModules& hooked) const;
+  bool all_untraced() const;  // no request of the step carries an intervention
   std::unique_ptr<DecodeGraphs> graphs_;
   std::vector<Module*> hookable_;
+  HookedModules hooked_;  // reused each step
   bool graph_candidate_ = false;
-  bool graphs_emulated_ = false;  // the CPU with the device path forced: buckets run eagerly (tests)
+  bool tapped_graphs_off_ = false;  // a capture with hooked modules failed: such steps run eager
+  bool graphs_emulated_ = false;    // the CPU with the device path forced: buckets run eagerly (tests)
   // Under fast_untraced: this step's rows of untraced requests, at token
   // level (the forward) and at prompt level (the logits); see int8_rows.h.
   void mark_int8_rows();

@@ -31,6 +31,13 @@ class StepObserver {
   // The engine preempted a request; it will be recomputed from scratch.
   virtual void on_preempted(uint64_t id) {}
   virtual void before_forward(const StepContext& ctx) {}
+  // Asked after before_forward: how many of the module hooks on the model
+  // now are this observer's and may run after the forward, on copies of
+  // their values (core/hook_taps.h) -- hooks that only read, whatever this
+  // step's values are. A decode step whose every hook is deferrable replays
+  // a CUDA graph and fires them after it (decode_graphs.h); one hook that
+  // is not keeps the step eager.
+  virtual size_t deferrable_hooks(const StepContext& ctx) const { return 0; }
   virtual void after_forward(const StepContext& ctx) {}
   // logits: [S, vocab] float32; rows may be changed in place or the tensor replaced.
   virtual void on_logits(const StepContext& ctx, at::Tensor& logits) {}

@@ -3,6 +3,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "core/hook_taps.h"
 #include "core/kernels/int8_rows.h"
 
 namespace nnsight {
@@ -113,6 +114,10 @@ void Module::clear_hooks() {
   refresh_hooked();
 }
 
+size_t Module::num_hooks() const { return hooks_->pre.size() + hooks_->post.size(); }
+bool Module::has_pre_hooks() const { return !hooks_->pre.empty(); }
+bool Module::has_forward_hooks() const { return !hooks_->post.empty(); }
+
 void Module::refresh_hooked() { hooked_ = !hooks_->pre.empty() || !hooks_->post.empty(); }
 
 namespace {
@@ -140,6 +145,7 @@ at::Tensor Module::invoke_hooked(const at::Tensor& x, const std::function<at::Te
   // others), and a pre-hook or the body may register a forward hook that must
   // still see this call's output.
   ModuleIO inputs = ModuleIO::tuple({x});
+  if (HookTaps* taps = HookTaps::active()) return invoke_tapped(*taps, inputs, body);
   if (!hooks_->pre.empty()) {
     auto pre = hooks_->pre;
     for (auto& [id, hook] : pre) {
@@ -158,18 +164,39 @@ at::Tensor Module::invoke_hooked(const at::Tensor& x, const std::function<at::Te
   if (hooks_->post.empty()) return y;
   auto post = hooks_->post;
 
-  ModuleIO output;
-  if (output_tuple_size_ > 0) {
-    std::vector<at::Tensor> items(static_cast<size_t>(output_tuple_size_));
-    items[0] = std::move(y);
-    output = ModuleIO::tuple(std::move(items));
-  } else {
-    output = ModuleIO(std::move(y));
-  }
+  ModuleIO output = as_output(y);
   for (auto& [id, hook] : post) {
     if (auto replaced = hook(*this, inputs, output)) output = std::move(*replaced);
   }
   return output.tensor();
+}
+
+at::Tensor Module::invoke_tapped(HookTaps& taps, const ModuleIO& inputs,
+                                 const std::function<at::Tensor(const at::Tensor&)>& body) {
+  // The hooks run later (HookTaps::fire): no skip, no replaced value here.
+  if (!hooks_->pre.empty()) taps.record(*this, /*before=*/true, inputs, nullptr);
+  at::Tensor y = body(inputs.tensor());
+  if (hooks_->post.empty()) return y;
+  ModuleIO output = as_output(y);
+  taps.record(*this, /*before=*/false, inputs, &output);
+  return y;
+}
+
+ModuleIO Module::as_output(const at::Tensor& y) const {
+  if (output_tuple_size_ == 0) return ModuleIO(y);
+  std::vector<at::Tensor> items(static_cast<size_t>(output_tuple_size_));
+  items[0] = y;
+  return ModuleIO::tuple(std::move(items));
+}
+
+void Module::run_deferred_hooks(const ModuleIO& inputs, const ModuleIO* output) {
+  if (output == nullptr) {
+    auto pre = hooks_->pre;
+    for (auto& [id, hook] : pre) hook(*this, inputs);
+    return;
+  }
+  auto post = hooks_->post;
+  for (auto& [id, hook] : post) hook(*this, inputs, *output);
 }
 
 }  // namespace nnsight

@@ -21,6 +21,7 @@
 namespace nnsight {
 
 class Module;
+class HookTaps;
 
 // Called before forward with the positional inputs (always a tuple). Returning
 // a value replaces the inputs the module sees.
@@ -106,7 +107,16 @@ class Module : public torch::nn::Module {
   HookHandle register_forward_pre_hook(ForwardPreHook hook);
   HookHandle register_forward_hook(ForwardHook hook);
   bool has_hooks() const noexcept { return hooked_; }
+  // Hooks registered now (pre-hooks and forward hooks), and of each kind.
+  size_t num_hooks() const;
+  bool has_pre_hooks() const;
+  bool has_forward_hooks() const;
   void clear_hooks();
+  // Runs this module's hooks on values a forward computed earlier (recorded
+  // by core/hook_taps.h while its hooks waited): its pre-hooks on `inputs`
+  // when `output` is null, else its forward hooks on both. What they return
+  // is not applied: only hooks that read are ever deferred.
+  void run_deferred_hooks(const ModuleIO& inputs, const ModuleIO* output);
 
   // Loads this module's own parameters (not its children's) from `source`,
   // under its path. Modules without parameters keep the default no-op.
@@ -132,6 +142,10 @@ class Module : public torch::nn::Module {
   friend struct detail::HookRegistry;
   friend class HookHandle;
   at::Tensor invoke_hooked(const at::Tensor& x, const std::function<at::Tensor(const at::Tensor&)>& body);
+  at::Tensor invoke_tapped(HookTaps& taps, const ModuleIO& inputs,
+                           const std::function<at::Tensor(const at::Tensor&)>& body);
+  // The output hooks see: y, or (y, None, ...) for a tuple-shaped module.
+  ModuleIO as_output(const at::Tensor& y) const;
   void refresh_hooked();
 
   std::string type_name_;

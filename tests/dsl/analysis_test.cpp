@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
+
 namespace nnsight::testing {
 namespace {
 
@@ -60,6 +62,35 @@ TEST(DslAnalysis, AccessesPointsAndExternalNeeds) {
   EXPECT_EQ(a1.externals[0].at->key, "model.layers.5.output");  // by the time invoke 1 is at layer 5
   EXPECT_EQ(a1.externals[1].node, e2);
   EXPECT_FALSE(a1.externals[1].needed.has_value());  // a constant exists from the start
+}
+
+// Which graphs' module reads may be served after the forward: those that
+// write nothing the forward goes on with.
+TEST(DslAnalysis, LeavesForwardAloneOnlyForGraphsThatDoNotWriteTheModel) {
+  SourceLoc loc{"a.cpp", 1};
+  using Edit = std::function<void(dsl::GraphBuilder&, NodeId)>;
+  // A graph that reads layer 2, saves a logit lens of it, then does `edit` with the value.
+  auto graph = [&](const Edit& edit) {
+    auto b = std::make_shared<dsl::GraphBuilder>(1, 0);
+    NodeId h = b->get("model.layers.2.output", StepSpec::fixed(0), loc);
+    b->save(b->call("lm_head", h, loc), "lens", dsl::SaveMode::Replace, loc);
+    edit(*b, h);
+    return b->finish();
+  };
+  auto nothing = [](dsl::GraphBuilder&, NodeId) {};
+  EXPECT_TRUE(dsl::leaves_forward_alone(graph(nothing)));
+  EXPECT_TRUE(dsl::leaves_forward_alone(graph([&](dsl::GraphBuilder& b, NodeId h) {
+    NodeId l = b.get("logits", StepSpec::fixed(0), loc);
+    b.set("logits", StepSpec::fixed(0), b.op("mul", {l, b.constant(Value::real(0.5), loc)}, loc), loc);
+  }))) << "logits follow the forward";
+  EXPECT_FALSE(dsl::leaves_forward_alone(
+      graph([&](dsl::GraphBuilder& b, NodeId h) { b.set("model.layers.3.input", StepSpec::fixed(0), h, loc); })));
+  EXPECT_FALSE(dsl::leaves_forward_alone(graph([&](dsl::GraphBuilder& b, NodeId h) {
+    b.op("setitem", {h, b.constant(Value::integer(0), loc), b.constant(Value::real(0.0), loc)}, loc);
+  }))) << "in place, into the model's own tensor";
+  EXPECT_FALSE(dsl::leaves_forward_alone(graph([&](dsl::GraphBuilder& b, NodeId h) { b.apply("f", {h}, loc); })));
+  EXPECT_FALSE(dsl::leaves_forward_alone(
+      graph([&](dsl::GraphBuilder& b, NodeId h) { b.backward(b.op("sum", {h}, loc), loc); })));
 }
 
 }  // namespace

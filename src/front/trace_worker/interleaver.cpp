@@ -269,6 +269,24 @@ void Interleaver::before_forward(const runner::StepContext& ctx) {
   sync_hooks();
 }
 
+size_t Interleaver::deferrable_hooks(const runner::StepContext&) const {
+  if (!splices_.empty() || !skips_.empty()) return 0;
+  for (const auto& [tid, g] : groups_) {
+    if (!g->started || g->failed) continue;
+    for (const auto& m : g->mediators())
+      if (!m->leaves_forward_alone()) return 0;
+  }
+  size_t n = 0;
+  for (const auto& [key, hook] : hooks_) {
+    if (key.kind != KeyKind::ModuleOutput && key.kind != KeyKind::ModuleInput && key.kind != KeyKind::ModuleInputs)
+      return 0;
+    const batching::RowLevel level = runner_.structure().row_level(key);
+    if (level != batching::RowLevel::kToken && level != batching::RowLevel::kPrompt) return 0;
+    n += static_cast<size_t>(hook.before.active()) + static_cast<size_t>(hook.after.active());
+  }
+  return n;
+}
+
 bool Interleaver::watches(const std::string& path, int64_t token_start) const {
   if (!step_) return false;
   const batching::BatchGroup* r = step_->owner_of_row(token_start, batching::RowLevel::kToken);

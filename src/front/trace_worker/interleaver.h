@@ -59,6 +59,10 @@ class Interleaver final : public runner::StepObserver, public ModuleCaller {
 
   void on_new_request(const runner::NewRequest& request) override;
   void before_forward(const runner::StepContext& ctx) override;
+  // Its hooks, when every live trace leaves the forward alone (reads only)
+  // and every hooked value is a row-per-token (or per-prompt) module value:
+  // no skip, no attached module spliced in, no per-sequence or routed point.
+  size_t deferrable_hooks(const runner::StepContext& ctx) const override;
   void on_logits(const runner::StepContext& ctx, at::Tensor& logits) override;
   void on_samples(const runner::StepContext& ctx, at::Tensor& tokens) override;
   void on_finished(uint64_t id, runner::FinishedRequest& out) override;

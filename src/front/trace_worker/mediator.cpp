@@ -9,6 +9,7 @@
 #include <nnsight/error.hpp>
 
 #include "core/gradient_forward.h"
+#include "dsl/analysis.h"
 #include "dsl/errors.h"
 #include "front/trace_worker/fiber_stack_pool.h"
 #include "front/trace_worker/trace_group.h"
@@ -73,7 +74,12 @@ SavedValue to_saved(const dsl::Value& v) {
 
 Mediator::Mediator(TraceGroup& group, uint64_t request_id, uint32_t invoke, GraphRole role, dsl::ValidatedGraph graph,
                    const dsl::FunctionRegistry* functions)
-    : group_(group), request_id_(request_id), invoke_(invoke), role_(role), graph_(std::move(graph)) {
+    : group_(group),
+      request_id_(request_id),
+      invoke_(invoke),
+      role_(role),
+      graph_(std::move(graph)),
+      leaves_forward_alone_(dsl::leaves_forward_alone(graph_.graph())) {
   evaluator_ = std::make_unique<dsl::Evaluator>(graph_, *this, dsl::EvalOptions().with_functions(functions));
 }
 

@@ -76,6 +76,9 @@ class Mediator final : public dsl::Provider {
   std::map<std::string, SavedValue>& saves() { return saves_; }
   const dsl::Evaluator& evaluator() const { return *evaluator_; }
   const dsl::Graph& graph() const { return graph_.graph(); }
+  // Its graph only reads the forward's values (dsl::leaves_forward_alone):
+  // its module reads may be served after the forward, from copies.
+  bool leaves_forward_alone() const { return leaves_forward_alone_; }
 
   // Module provider keys the graph reads or writes (where hooks are needed).
   std::set<ProviderKey> module_keys;
@@ -117,6 +120,7 @@ class Mediator final : public dsl::Provider {
   uint32_t invoke_;
   GraphRole role_;
   dsl::ValidatedGraph graph_;
+  bool leaves_forward_alone_ = false;
   std::unique_ptr<dsl::Evaluator> evaluator_;
   FiberSanitizer sanitizer_;      // before fiber_: the fiber's stack allocator points at it
   boost::context::fiber fiber_;   // the mediator's context (valid while suspended)

@@ -11,10 +11,9 @@
 #include <map>
 
 #include "core/kernels/kernel_path.h"
-#include "front/trace_client/graph_file.h"
-#include "front/trace_client/graph_trace.h"
 #include "runner/engine/engine.h"
 #include "support/tiny_engine.h"
+#include "support/trace_beside.h"
 
 namespace nnsight {
 namespace {
@@ -119,59 +118,68 @@ TEST(DevicePathStep, DecodeBucketsGenerateWhatTheCpuKernelsGenerate) {
   for (auto s = sampled.tokens.begin(); s != sampled.tokens.end(); ++c, ++s) EXPECT_EQ(c->second, s->second);
 }
 
-struct TracedRun {
-  std::vector<std::vector<int32_t>> tokens;  // untraced requests, then the traced one
-  at::Tensor saved;                          // the traced request's saves of layer 0, stacked
-  int64_t graph_replays = 0;
-};
+// Scales layer 1's input by 1.5 at every step after saving layer 0's output
+// (a write: the forward changes).
+const char* kSaveAndSteer =
+    "{\"nodes\": [{\"kind\": \"iter\", \"start\": 0, \"stop\": \"all\"}, "
+    "{\"kind\": \"get\", \"key\": \"model.layers.0.output\", \"step\": {\"iter\": 0}}, "
+    "{\"kind\": \"save\", \"name\": \"h\", \"args\": [1], \"mode\": \"append\"}, "
+    "{\"kind\": \"get\", \"key\": \"model.layers.1.input\", \"step\": {\"iter\": 0}}, "
+    "{\"kind\": \"const\", \"value\": 1.5}, "
+    "{\"kind\": \"op\", \"op\": \"mul\", \"args\": [3, 4]}, "
+    "{\"kind\": \"set\", \"key\": \"model.layers.1.input\", \"step\": {\"iter\": 0}, \"args\": [5]}, "
+    "{\"kind\": \"end\"}]}";
 
-// Three untraced requests (6 tokens) beside one that saves layer 0's output
-// at every step (2 tokens), on the device path forced on the CPU.
-TracedRun run_beside_a_trace(bool graphs) {
+// Three untraced requests (6 tokens) beside one that runs `graph` (3
+// tokens; by default: saves layer 0's output every step), on the device
+// path forced on the CPU.
+testing::TraceBeside run_beside_a_trace(bool graphs, const std::string& graph = "") {
   kernels::ForceDevicePath device;
   const EngineArgs args = EngineArgs().kv_cache_memory_mb(16).max_num_seqs(8).cuda_graphs(graphs);
-  auto [owned, runner] = testing::tiny_engine_with_runner(args, testing::tiny_llama());
-  runner::Engine& engine = *owned;
-  std::vector<uint64_t> ids;
-  for (int64_t s = 0; s < 3; ++s) {
-    runner::RequestInput in;
-    for (int32_t t = 0; t < 5; ++t) in.prompt_token_ids.push_back(static_cast<int32_t>(3 + (s * 13 + t * 7) % 90));
-    in.params = SamplingParams().temperature(0).max_tokens(6).ignore_eos(true);
-    ids.push_back(engine.add_request(std::move(in)));
-  }
-  const std::string graph =
-      "{\"nodes\": [{\"kind\": \"iter\", \"start\": 0, \"stop\": \"all\"}, "
-      "{\"kind\": \"get\", \"key\": \"model.layers.0.output\", \"step\": {\"iter\": 0}}, "
-      "{\"kind\": \"save\", \"name\": \"h\", \"args\": [1], \"mode\": \"append\"}, {\"kind\": \"end\"}]}";
-  std::vector<runner::RequestInput> prompts(1);
-  prompts[0].prompt_token_ids = {9, 8, 7, 6};
-  auto traced = tracing::prepare_graph_trace(
-      engine.model_structure(), std::move(prompts), {tracing::parse_graph_file("save.json", graph)},
-      SamplingParams().temperature(0).max_tokens(2).ignore_eos(true), tracing::next_trace_id());
-  ids.push_back(engine.add_request(std::move(traced.requests[0])));
-  TracedRun out;
-  const auto done = testing::run_to_completion(engine);
-  for (uint64_t id : ids) {
-    EXPECT_EQ(done.at(id).error, "");
-    out.tokens.push_back(done.at(id).token_ids);
-  }
-  const auto& saves = done.at(ids.back()).saves;
-  EXPECT_EQ(saves.count("h"), 1u);
-  if (saves.count("h")) out.saved = at::cat(saves.at("h").list, 0);
-  if (const runner::DecodeGraphs* g = runner->decode_graphs()) out.graph_replays = g->replays();
-  return out;
+  auto [engine, runner] = testing::tiny_engine_with_runner(args, testing::tiny_llama());
+  std::vector<std::vector<int32_t>> prompts(3);
+  for (int64_t s = 0; s < 3; ++s)
+    for (int32_t t = 0; t < 5; ++t) prompts[s].push_back(static_cast<int32_t>(3 + (s * 13 + t * 7) % 90));
+  return testing::run_trace_beside(*engine, *runner, prompts, 6,
+                                   graph.empty() ? testing::save_every_step("model.layers.0.output") : graph, 3);
 }
 
-// Steps with a trace run eager (its hooks must fire); the steps after it
-// finished go through the buckets again; neither changes a token or a save.
-TEST(DevicePathStep, TracedStepsRunEagerBesideTheDecodeBuckets) {
-  const TracedRun with = run_beside_a_trace(true), without = run_beside_a_trace(false);
-  EXPECT_GE(with.graph_replays, 3) << "the untraced requests' last decode steps";
-  EXPECT_EQ(without.graph_replays, 0);
+// A trace that only saves runs its decode steps through the buckets too,
+// its hooks deferred until after the forward (core/hook_taps.h): the same
+// tokens for everyone and the same saves as eager steps give it. Bitwise
+// for the prompt (an eager prefill step either way); the decode rows come
+// from the bucket's forward, whose fixed context length (the host fields a
+// replayed graph sees) sums the CPU's attention in another order.
+TEST(DevicePathStep, TracesThatOnlySaveRunInTheDecodeBuckets) {
+  const testing::TraceBeside with = run_beside_a_trace(true), without = run_beside_a_trace(false);
+  EXPECT_EQ(with.hooked_replays, 2) << "the traced request's two decode steps";
+  EXPECT_GE(with.replays, with.hooked_replays + 3) << "and the untraced requests' last decode steps";
+  EXPECT_EQ(without.replays, 0);
   EXPECT_EQ(with.tokens, without.tokens);
   ASSERT_TRUE(with.saved.defined() && without.saved.defined());
-  EXPECT_EQ(with.saved.size(0), 4 + 1) << "the prompt's rows, then one row for its second token";
+  ASSERT_EQ(with.saved.sizes(), without.saved.sizes());
+  EXPECT_EQ(with.saved.size(0), 4 + 2) << "the prompt's rows, then one row for each decode step";
+  EXPECT_TRUE(at::equal(with.saved.narrow(0, 0, 4), without.saved.narrow(0, 0, 4)));
+  EXPECT_TRUE(at::allclose(with.saved, without.saved, /*rtol=*/0, /*atol=*/1e-5))
+      << (with.saved - without.saved).abs().max();
+  EXPECT_GT(with.saved.narrow(0, 4, 2).abs().max().item<float>(), 0.1f) << "the decode rows are the layer's values";
+}
+
+// A trace that writes keeps its steps eager (its hooks must run inside the
+// forward); the steps after it finished go through the buckets again;
+// neither changes a token or a save.
+TEST(DevicePathStep, TracesThatWriteRunEagerBesideTheDecodeBuckets) {
+  const testing::TraceBeside with = run_beside_a_trace(true, kSaveAndSteer),
+                             without = run_beside_a_trace(false, kSaveAndSteer);
+  EXPECT_EQ(with.hooked_replays, 0);
+  EXPECT_GE(with.replays, 3) << "the untraced requests' last decode steps";
+  EXPECT_EQ(without.replays, 0);
+  EXPECT_EQ(with.tokens, without.tokens);
+  ASSERT_TRUE(with.saved.defined() && without.saved.defined());
+  EXPECT_EQ(with.saved.size(0), 4 + 2);
   EXPECT_TRUE(at::equal(with.saved, without.saved));
+  // The steering changed the traced request's tokens (else this test shows nothing).
+  EXPECT_NE(with.tokens.back(), run_beside_a_trace(true).tokens.back());
 }
 
 TEST(DevicePathStep, GeneratesWhatTheCpuKernelsGenerate) {

@@ -21,6 +21,7 @@
 #include "support/hf_fixtures.h"
 #include "support/seq_slots.h"
 #include "support/tiny_engine.h"
+#include "support/trace_beside.h"
 #include "support/tiny_models.h"
 #include "runner/engine/engine.h"
 #include "tp/nccl_process_group.h"
@@ -73,41 +74,57 @@ TEST(DecodeGraphs, BucketSizes) {
   EXPECT_EQ(runner::DecodeGraphs::bucket_sizes(20), (std::vector<int64_t>{1, 2, 4, 8, 16, 20}));
 }
 
-// Prefills `n` sequences (prompts of 3 + s tokens), then returns their decode
-// step's logits run eagerly and through the padded buckets.
-void expect_padded_equals_eager(int64_t n, bool as_replayed = false) {
-  auto model = testing::tiny_llama();
+// `n` sequences (prompts of 3 + s tokens) prefilled into a fresh cache of
+// a tiny Llama; decode_step() flattens their next step (one token each).
+struct Prefilled {
+  std::shared_ptr<CausalLM> model = testing::tiny_llama();
   std::vector<KVCache> kv =
       allocate_kv_caches(model->num_layers(), 32, kBlock, model->local_kv_heads(), model->head_dim(), model->options());
   std::vector<batching::SeqSlot> prompts, decodes;
-  for (int64_t s = 0; s < n; ++s) {
-    std::vector<int32_t> tokens;
-    for (int64_t t = 0; t < 3 + s; ++t) tokens.push_back(static_cast<int32_t>(5 + 7 * s + t));
-    const std::vector<int32_t> blocks = {static_cast<int32_t>(3 * s), static_cast<int32_t>(3 * s + 1),
-                                         static_cast<int32_t>(3 * s + 2)};
-    prompts.push_back(testing::seq_slot(0, tokens, blocks));
-    decodes.push_back(testing::seq_slot(3 + s, std::vector<int32_t>{static_cast<int32_t>(40 + s)}, blocks));
-  }
-  batching::Flattener f(64, 16, kWidth, kBlock);
-  std::vector<const batching::SeqSlot*> p, d;
-  for (const auto& s : prompts) p.push_back(&s);
-  for (const auto& s : decodes) d.push_back(&s);
-  {
-    const batching::FlatBatch& b = f.flatten(p);
+  batching::Flattener flattener{64, 16, kWidth, kBlock};
+
+  explicit Prefilled(int64_t n) {
+    for (int64_t s = 0; s < n; ++s) {
+      std::vector<int32_t> tokens;
+      for (int64_t t = 0; t < 3 + s; ++t) tokens.push_back(static_cast<int32_t>(5 + 7 * s + t));
+      const std::vector<int32_t> blocks = {static_cast<int32_t>(3 * s), static_cast<int32_t>(3 * s + 1),
+                                           static_cast<int32_t>(3 * s + 2)};
+      prompts.push_back(testing::seq_slot(0, tokens, blocks));
+      decodes.push_back(testing::seq_slot(3 + s, std::vector<int32_t>{static_cast<int32_t>(40 + s)}, blocks));
+    }
+    std::vector<const batching::SeqSlot*> p;
+    for (const auto& s : prompts) p.push_back(&s);
+    const batching::FlatBatch& b = flattener.flatten(p);
     model->forward(b.token_ids, b.meta, kv);
   }
-  const batching::FlatBatch& step = f.flatten(d);
+  const batching::FlatBatch& decode_step() {
+    std::vector<const batching::SeqSlot*> d;
+    for (const auto& s : decodes) d.push_back(&s);
+    return flattener.flatten(d);
+  }
+};
+
+// The buckets for Prefilled's cache, run eagerly (no capture on the CPU).
+runner::DecodeGraphOptions uncaptured() {
+  return runner::DecodeGraphOptions()
+      .rows(16)
+      .blocks_per_seq(kWidth)
+      .block(kBlock)
+      .scratch(kScratch)
+      .context(32)
+      .captured(false);
+}
+
+// Prefills `n` sequences, then returns their decode step's logits run
+// eagerly and through the padded buckets.
+void expect_padded_equals_eager(int64_t n, bool as_replayed = false) {
+  Prefilled pre(n);
+  auto& model = pre.model;
+  auto& kv = pre.kv;
+  const batching::FlatBatch& step = pre.decode_step();
   const at::Tensor eager = model->compute_logits(model->forward(step.token_ids, step.meta, kv), step.meta.logits_rows);
   const at::Tensor canary_before = kv[0].key[kCanary].clone();
-  runner::DecodeGraphs graphs(*model, kv,
-                              runner::DecodeGraphOptions()
-                                  .rows(16)
-                                  .blocks_per_seq(kWidth)
-                                  .block(kBlock)
-                                  .scratch(kScratch)
-                                  .context(32)
-                                  .captured(false)
-                                  .as_replayed(as_replayed));
+  runner::DecodeGraphs graphs(*model, kv, uncaptured().as_replayed(as_replayed));
   ASSERT_GT(graphs.bucket_for(step), n - 1);
   const runner::DecodeGraphs::Step s = graphs.run(step);
   ASSERT_EQ(s.logits.sizes(), eager.sizes());
@@ -135,6 +152,48 @@ TEST(DecodeGraphs, PaddedStepGivesTheEagerStepsLogitsOnTheDevicePath) {
     expect_padded_equals_eager(n);
     expect_padded_equals_eager(n, /*as_replayed=*/true);
   }
+}
+
+// A step with hooked modules runs the bucket's graph for that set of hooks:
+// the hooks run after the forward on the step's rows (the values the eager
+// step's hooks see), and beyond `max_hook_sets` sets a new one gets no graph.
+TEST(DecodeGraphs, HookedModulesGetGraphsOfTheirOwnAndTheirHooksAfterTheForward) {
+  Prefilled pre(3);
+  auto& model = pre.model;
+  auto& kv = pre.kv;
+  Module* layer = nullptr;
+  Module* mlp = nullptr;
+  for (const auto& [path, m] : model->named_hookable_modules()) {
+    if (path == "model.layers.1") layer = m;
+    if (path == "model.layers.0.mlp") mlp = m;
+  }
+  ASSERT_TRUE(layer && mlp);
+  std::vector<at::Tensor> seen;
+  auto hook = layer->register_forward_hook([&](Module&, const ModuleIO&, const ModuleIO& out) {
+    seen.push_back(out.at(0));
+    return std::optional<ModuleIO>();
+  });
+  const batching::FlatBatch& step = pre.decode_step();
+  model->compute_logits(model->forward(step.token_ids, step.meta, kv), step.meta.logits_rows);
+  ASSERT_EQ(seen.size(), 1u);
+  const at::Tensor eager = seen[0].clone();  // [3, hidden]
+  seen.clear();
+
+  runner::DecodeGraphs graphs(*model, kv, uncaptured().hook_sets(1));
+  const runner::HookedModules hooked = {runner::HookedModule{layer, false, true}};
+  const runner::HookedModules other = {runner::HookedModule{mlp, true, false}};
+  ASSERT_EQ(graphs.bucket_for(step), 4);
+  EXPECT_TRUE(graphs.can_run(step, hooked));
+  graphs.run(step, hooked);
+  ASSERT_EQ(seen.size(), 1u) << "the hook ran once, after the forward";
+  EXPECT_EQ(seen[0].size(0), 3) << "on the step's rows, not the bucket's 4";
+  EXPECT_TRUE(at::allclose(seen[0], eager, 1e-5, 1e-5)) << (seen[0] - eager).abs().max();
+  EXPECT_EQ(graphs.hooked_replays(), 1);
+  EXPECT_TRUE(graphs.can_run(step, hooked));
+  EXPECT_TRUE(graphs.can_run(step, {})) << "no hook: the plain graph";
+  EXPECT_FALSE(graphs.can_run(step, other)) << "one hook set at most";
+  EXPECT_THROW(graphs.run(step, other), c10::Error);
+  hook.remove();
 }
 
 // On the CPU kernels' path there are no graphs to replay, asked for or not:
@@ -218,6 +277,37 @@ TEST(CudaGraphs, DecodeStepsReplayGraphsAndGenerateWhatEagerStepsGenerate) {
     auto g = graphs.tokens.begin();
     for (; e != eager.tokens.end(); ++e, ++g) EXPECT_EQ(e->second, g->second) << n << " requests";
   }
+}
+
+// Four untraced requests beside a trace that saves layer 1's output at every
+// step, on a tiny random bf16 Llama on the GPU, with graphs on or off.
+testing::TraceBeside trace_on_gpu(bool graphs) {
+  ModelConfig cfg = testing::tiny_llama_config(false);
+  cfg.max_position = 256;
+  auto model = create_causal_lm(cfg, tp::ParallelContext{}, at::TensorOptions().dtype(at::kBFloat16).device(at::kCUDA));
+  testing::randomize(*model, 5);
+  const EngineArgs args =
+      EngineArgs().device("cuda").dtype("bfloat16").kv_cache_memory_mb(16).max_num_seqs(16).cuda_graphs(graphs);
+  auto [engine, runner] = testing::tiny_engine_with_runner(args, model);
+  std::vector<std::vector<int32_t>> prompts(4);
+  for (int64_t s = 0; s < 4; ++s)
+    for (int64_t t = 0; t < 4 + 3 * s; ++t) prompts[s].push_back(static_cast<int32_t>(3 + (s * 11 + t * 5) % 90));
+  return testing::run_trace_beside(*engine, *runner, prompts, 10, testing::save_every_step("model.layers.1.output"), 8);
+}
+
+// A trace that only saves replays graphs too (its hooks deferred to after
+// each replay): every request's tokens and the trace's saves are the eager
+// run's (the same kernels; the saves within bf16 rounding of a padded batch).
+TEST(CudaGraphs, TracesThatOnlySaveReplayGraphsAndSaveWhatEagerStepsSave) {
+  if (auto why = why_no_graphs(); !why.empty()) GTEST_SKIP() << "CUDA graph test skipped: " << why;
+  const testing::TraceBeside eager = trace_on_gpu(false), graphs = trace_on_gpu(true);
+  EXPECT_EQ(eager.replays, 0);
+  EXPECT_EQ(graphs.hooked_replays, 7) << "the traced request's 7 decode steps";
+  EXPECT_EQ(graphs.tokens, eager.tokens);
+  ASSERT_TRUE(graphs.saved.defined() && eager.saved.defined());
+  ASSERT_EQ(graphs.saved.sizes(), eager.saved.sizes());
+  EXPECT_EQ(graphs.saved.size(0), 4 + 7);
+  EXPECT_TRUE(at::allclose(graphs.saved, eager.saved, 2e-2, 2e-2)) << (graphs.saved - eager.saved).abs().max();
 }
 
 std::vector<int32_t> ints(const at::Tensor& t) {
