@@ -2,10 +2,7 @@
 
 #include <ATen/ATen.h>
 
-#include <atomic>
-#include <cstdlib>
-#include <cstring>
-
+#include "core/kernels/env_switch.h"
 #include "core/kernels/kernel_gradients.h"
 
 #ifndef NNSIGHT_HAVE_CUDA_KERNELS
@@ -22,20 +19,7 @@
 namespace nnsight::kernels {
 namespace {
 
-// -1: not decided yet (the environment decides on first use); 0 off; 1 on.
-std::atomic<int> g_use{-1};
-
-bool switched_on() {
-  int use = g_use.load(std::memory_order_relaxed);
-  if (use < 0) {
-    const char* env = std::getenv("NNSIGHT_CUDA_KERNELS");
-    use = env != nullptr && std::strcmp(env, "0") == 0 ? 0 : 1;
-    int expected = -1;
-    g_use.compare_exchange_strong(expected, use);
-    use = g_use.load(std::memory_order_relaxed);
-  }
-  return use == 1;
-}
+EnvSwitch g_switch("NNSIGHT_CUDA_KERNELS");
 
 }  // namespace
 
@@ -44,15 +28,12 @@ bool cuda_kernels_built() { return NNSIGHT_HAVE_CUDA_KERNELS != 0; }
 bool cuda_kernels_for(const at::Tensor& t) {
   if (!cuda_kernels_built() || !t.defined() || !t.is_cuda() || records_grad(t)) return false;
   const auto st = t.scalar_type();
-  return (st == at::kFloat || st == at::kHalf || st == at::kBFloat16) && switched_on();
+  return (st == at::kFloat || st == at::kHalf || st == at::kBFloat16) && g_switch.on();
 }
 
-UseCudaKernels::UseCudaKernels(bool on) {
-  switched_on();  // the environment decides first, so the destructor restores its choice
-  before_ = g_use.exchange(on ? 1 : 0);
-}
+UseCudaKernels::UseCudaKernels(bool on) : before_(g_switch.set(on)) {}
 
-UseCudaKernels::~UseCudaKernels() { g_use.store(before_); }
+UseCudaKernels::~UseCudaKernels() { g_switch.restore(before_); }
 
 #if NNSIGHT_HAVE_CUDA_KERNELS
 namespace cuda {
@@ -134,11 +115,12 @@ void rotary_qk_(at::Tensor& q, at::Tensor& k, const at::Tensor& positions, const
 
 bool decode_attention_applies(const at::Tensor& q, const KVCache& cache, const batching::BatchMeta& meta) {
   return cuda_kernels_for(q) && meta.max_query_len == 1 && meta.num_tokens == meta.num_seqs && q.dim() == 3 &&
-         q.size(0) == meta.num_seqs && q.size(2) <= kDecodeAttentionMaxHeadDim &&
-         cache.key.scalar_type() == q.scalar_type() && cache.value.scalar_type() == q.scalar_type() &&
-         cache.key.is_contiguous() && cache.value.is_contiguous() && meta.block_tables.scalar_type() == at::kInt &&
-         meta.context_lens.scalar_type() == at::kInt && meta.block_tables.device() == q.device() &&
-         meta.context_lens.device() == q.device();
+         q.size(0) == meta.num_seqs && meta.num_seqs <= 65535 && q.size(2) <= kDecodeAttentionMaxHeadDim &&
+         q.size(2) == cache.head_dim() && cache.num_kv_heads() > 0 && q.size(1) % cache.num_kv_heads() == 0 &&
+         cache.value.sizes() == cache.key.sizes() && cache.key.scalar_type() == q.scalar_type() &&
+         cache.value.scalar_type() == q.scalar_type() && cache.key.is_contiguous() && cache.value.is_contiguous() &&
+         meta.block_tables.scalar_type() == at::kInt && meta.context_lens.scalar_type() == at::kInt &&
+         meta.block_tables.device() == q.device() && meta.context_lens.device() == q.device();
 }
 
 at::Tensor paged_decode_attention(const at::Tensor& q, const KVCache& cache, const batching::BatchMeta& meta,

@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -204,6 +205,33 @@ TEST(CudaKernels, DecodeAttentionRowsAreTheSameAloneOrBatched) {
   const at::Tensor one = kernels::paged_attention(q.narrow(0, 1, 1), cache, alone, 0.1);
   const at::Tensor many = kernels::paged_attention(q, cache, batched, 0.1);
   EXPECT_TRUE(at::equal(one[0], many[1]));
+}
+
+// An overflowed key (inf in half precision) makes its sequence's rows NaN,
+// as the ATen softmax does, not a softmax over the other keys; the other
+// sequences are untouched. The predicate refuses a cache of another head size.
+TEST(CudaKernels, DecodeAttentionPropagatesAnOverflowedKeyAsNaN) {
+  SKIP_WITHOUT_KERNELS();
+  at::manual_seed(6);
+  constexpr int64_t kBlock = 16;
+  const auto opts = at::TensorOptions().dtype(at::kHalf).device(at::kCUDA);
+  KVCache cache = KVCache::allocate(4, kBlock, 2, 64, opts);
+  cache.key.normal_();
+  cache.value.normal_();
+  const auto meta =
+      batching::flatten_slots(
+          {testing::seq_slot(7, 1, std::vector<int32_t>{0}), testing::seq_slot(7, 1, std::vector<int32_t>{1})}, kBlock)
+          .meta.to(at::Device(at::kCUDA));
+  cache.key[0][5].fill_(std::numeric_limits<float>::infinity());  // sequence 0's key 5 (a warp's second key)
+  const at::Tensor q = at::randn({2, 4, 64}, opts);
+  const at::Tensor fused = kernels::paged_attention(q, cache, meta, 0.125);
+  const at::Tensor generic = kernels::paged_attention_generic(q, cache, meta, 0.125, kernels::AttentionOptions{});
+  EXPECT_TRUE(at::isnan(generic[0].to(at::kFloat)).all().item<bool>()) << "the reference's behaviour";
+  EXPECT_TRUE(at::isnan(fused[0].to(at::kFloat)).all().item<bool>());
+  EXPECT_FALSE(at::isnan(fused[1].to(at::kFloat)).any().item<bool>());
+  EXPECT_LE(rel_err(fused[1], generic[1]), tolerance(at::kHalf));
+  KVCache wider = KVCache::allocate(4, kBlock, 2, 80, opts);
+  EXPECT_FALSE(kernels::cuda::decode_attention_applies(q, wider, meta));
 }
 
 }  // namespace

@@ -71,19 +71,23 @@ __global__ void __launch_bounds__(kWarps * 32) paged_decode_attention_kernel(Dec
     s_l[warp] = l;
   }
   __syncthreads();
+  // Warps with keys take part (chosen by their keys, not by their sums: a
+  // NaN or infinite score makes the row NaN, as the ATen softmax does,
+  // instead of dropping that warp's keys).
   float big = -INFINITY;
 #pragma unroll
-  for (int w = 0; w < kWarps; ++w) big = fmaxf(big, s_m[w]);
+  for (int w = 0; w < kWarps; ++w)
+    if (first + w < ctx) big = fmaxf(big, s_m[w]);
   float total = 0.f;
 #pragma unroll
   for (int w = 0; w < kWarps; ++w)
-    if (s_l[w] > 0.f) total += s_l[w] * expf(s_m[w] - big);
+    if (first + w < ctx) total += s_l[w] * expf(s_m[w] - big);
   T* out = static_cast<T*>(a.out) + (s * a.heads + h) * d_len;
   for (int64_t d = threadIdx.x; d < d_len; d += kWarps * 32) {
     float o = 0.f;
 #pragma unroll
     for (int w = 0; w < kWarps; ++w)
-      if (s_l[w] > 0.f) o += s_acc[w][d] * expf(s_m[w] - big);
+      if (first + w < ctx) o += s_acc[w][d] * expf(s_m[w] - big);
     E::store(out + d, o / total);
   }
 }
