@@ -109,16 +109,40 @@ bool DecodeGraphs::can_run(const batching::FlatBatch& batch, const HookedModules
          static_cast<int64_t>(hook_sets_.size()) < options_.max_hook_sets;
 }
 
-DecodeGraphs::Captured& DecodeGraphs::graph_for(Bucket& b, const HookedModules& hooked) {
+DecodeGraphs::Captured& DecodeGraphs::graph_for(Bucket& b, int64_t rows, const HookedModules& hooked) {
   for (auto& c : b.graphs)
     if (c->hooked == hooked) return *c;
   auto c = std::make_unique<Captured>();
   c->hooked = hooked;
-  if (options_.capture) capture(b, *c);
+  // A capture's warm-up forwards really run on the bucket's buffers and
+  // write the cache at the slots they hold: padding rows only (the scratch
+  // block), never the rows a previous step of this bucket uploaded, whose
+  // blocks may belong to other requests by now.
+  b.place(padder_.pad(nullptr, rows));
+  if (options_.capture)
+    capture(b, *c);
+  else
+    warm_up(b, *c);  // what a capture runs, without the capture (the CPU)
   if (!hooked.empty() && std::find(hook_sets_.begin(), hook_sets_.end(), hooked) == hook_sets_.end())
     hook_sets_.push_back(hooked);
   b.graphs.push_back(std::move(c));
   return *b.graphs.back();
+}
+
+at::Tensor DecodeGraphs::tapped_forward(Bucket& b, Captured& c, bool keep_events) {
+  // With hooked modules the forward records their values instead of calling
+  // the hooks (which must not see the padding rows' values): captured, those
+  // copies are what each replay refills.
+  std::optional<HookTaps> taps;
+  if (!c.hooked.empty()) taps.emplace();
+  at::Tensor logits = forward_and_logits(b.inputs);
+  if (keep_events && taps) c.events = taps->take_events();
+  return logits;
+}
+
+void DecodeGraphs::warm_up(Bucket& b, Captured& c) {
+  tapped_forward(b, c, false);
+  tapped_forward(b, c, false);
 }
 
 void DecodeGraphs::capture(Bucket& b, Captured& c) {
@@ -130,22 +154,11 @@ void DecodeGraphs::capture(Bucket& b, Captured& c) {
   at::cuda::CUDAEvent uploaded;
   uploaded.record(main);
   uploaded.block(side);
-  // With hooked modules, every forward here records their values instead of
-  // calling the hooks (which must not see the padding rows' values): the
-  // captured copies are what each replay refills.
-  auto forward = [&](bool keep_events) {
-    std::optional<HookTaps> taps;
-    if (!c.hooked.empty()) taps.emplace();
-    at::Tensor logits = forward_and_logits(b.inputs);
-    if (keep_events && taps) c.events = taps->take_events();
-    return logits;
-  };
   {
     const c10::cuda::CUDAStreamGuard on_side(side);
     // Warm-up on the capture stream: lazily made tables, cuBLAS handles and
     // workspaces (per stream) exist before the capture, which cannot make them.
-    forward(false);
-    forward(false);
+    warm_up(b, c);
     side.synchronize();
     c.graph = std::make_unique<at::cuda::CUDAGraph>();
     // Thread-local capture: the result thread's event waits stay legal.
@@ -154,7 +167,7 @@ void DecodeGraphs::capture(Bucket& b, Captured& c) {
     try {
       // The host fields it reads (fixed by the padder) are those of a batch
       // of padding rows: the same values every step reports.
-      c.logits = forward(true);
+      c.logits = tapped_forward(b, c, /*keep_events=*/true);
       c.graph->capture_end();
     } catch (...) {
       try {
@@ -186,7 +199,7 @@ DecodeGraphs::Step DecodeGraphs::run(const batching::FlatBatch& batch, const Hoo
   batching::DeviceBatch up;
   at::Tensor logits;
   try {
-    c = &graph_for(b, hooked);
+    c = &graph_for(b, rows, hooked);
     up = b.place(padder_.pad(&batch, rows));
     TORCH_CHECK(up.token_ids.data_ptr() == b.inputs.token_ids.data_ptr() &&
                     up.meta.block_tables.data_ptr() == b.inputs.meta.block_tables.data_ptr(),

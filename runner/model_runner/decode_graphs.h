@@ -154,7 +154,10 @@ class DecodeGraphs {
   Bucket& bucket(size_t index);                              // made (and captured) on first use
   at::Tensor forward_and_logits(const batching::DeviceBatch& inputs);
   // The bucket's graph for `hooked`, made (and captured) on first use.
-  Captured& graph_for(Bucket& b, const HookedModules& hooked);
+  Captured& graph_for(Bucket& b, int64_t rows, const HookedModules& hooked);
+  // The forward on the bucket's buffers, the hooks of c.hooked recorded (kept in c.events if asked).
+  at::Tensor tapped_forward(Bucket& b, Captured& c, bool keep_events);
+  void warm_up(Bucket& b, Captured& c);  // the forwards a capture runs first
   void capture(Bucket& b, Captured& c);
 
   CausalLM& model_;

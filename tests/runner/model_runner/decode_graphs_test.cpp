@@ -198,6 +198,48 @@ TEST(DecodeGraphs, HookedModulesGetGraphsOfTheirOwnAndTheirHooksAfterTheForward)
   hook.remove();
 }
 
+// A bucket's second graph (another set of hooked modules) is made after the
+// bucket replayed a step: the forwards a capture runs for real before it
+// must run on padding rows, writing only the scratch block -- not on the last
+// step's rows, whose cache blocks may belong to other requests by now.
+TEST(DecodeGraphs, ANewGraphInABucketWritesNoRequestsBlocks) {
+  Prefilled pre(3);
+  auto& model = pre.model;
+  auto& kv = pre.kv;
+  runner::DecodeGraphs graphs(*model, kv, uncaptured());
+  const batching::FlatBatch& first = pre.decode_step();
+  graphs.run(first);  // the bucket's plain graph
+  const at::Tensor first_slots = first.meta.slot_mapping.clone();
+  for (auto& c : kv) {  // the blocks change hands: another request's keys and values there
+    c.key.view({-1, c.num_kv_heads(), c.head_dim()}).index_fill_(0, first_slots, 7.0);
+    c.value.view({-1, c.num_kv_heads(), c.head_dim()}).index_fill_(0, first_slots, 7.0);
+  }
+  std::vector<batching::SeqSlot> next;
+  for (int32_t s = 0; s < 3; ++s)
+    next.push_back(testing::seq_slot(4 + s, std::vector<int32_t>{50 + s}, pre.prompts[s].block_table));
+  std::vector<const batching::SeqSlot*> n;
+  for (const auto& s : next) n.push_back(&s);
+  const batching::FlatBatch& step = pre.flattener.flatten(n);
+  Module* layer = nullptr;
+  for (const auto& [path, m] : model->named_hookable_modules())
+    if (path == "model.layers.1") layer = m;
+  ASSERT_NE(layer, nullptr);
+  int fired = 0;
+  auto hook = layer->register_forward_hook([&](Module&, const ModuleIO&, const ModuleIO&) {
+    ++fired;
+    return std::optional<ModuleIO>();
+  });
+  graphs.run(step, {runner::HookedModule{layer, false, true}});
+  EXPECT_EQ(fired, 1);
+  for (const auto& c : kv) {
+    EXPECT_TRUE(
+        (c.key.view({-1, c.num_kv_heads(), c.head_dim()}).index_select(0, first_slots) == 7.0).all().item<bool>());
+    EXPECT_TRUE(
+        (c.value.view({-1, c.num_kv_heads(), c.head_dim()}).index_select(0, first_slots) == 7.0).all().item<bool>());
+  }
+  hook.remove();
+}
+
 // On the CPU kernels' path there are no graphs to replay, asked for or not:
 // the runner builds none and every step runs eager.
 TEST(DecodeGraphs, ACpuEngineRunsEveryStepEager) {
