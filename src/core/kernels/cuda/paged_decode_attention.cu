@@ -47,6 +47,9 @@ __global__ void __launch_bounds__(kWarps * 32) paged_decode_attention_kernel(Dec
     }
     float score = warp_sum(part) * a.scale;
     if (a.softcap > 0.f) score = a.softcap * tanhf(score / a.softcap);
+    // A key scoring -inf has weight 0 in ATen's softmax; skipped here
+    // (the whole warp alike), not folded in as expf(-inf - -inf) = NaN.
+    if (score == -INFINITY) continue;
     const float m_new = fmaxf(m, score);
     const float corr = expf(m - m_new);  // 0 for the first key (m = -inf)
     const float p = expf(score - m_new);
