@@ -101,6 +101,12 @@ void CaptureObserver::before_forward(const runner::StepContext& ctx) {
     out_views_[slot] = staging_.select(0, static_cast<int64_t>(slot)).narrow(0, 0, n);
 }
 
+size_t CaptureObserver::deferrable_hooks(const runner::StepContext&) const {
+  size_t n = 0;
+  for (const HookHandle& h : hooks_) n += h.active() ? 1 : 0;
+  return n;
+}
+
 void CaptureObserver::on_layer_output(size_t slot, const at::Tensor& y) {
   if (n_ == 0) return;
   // Whole rows only: under tensor parallelism a sharded value must be

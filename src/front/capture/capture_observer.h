@@ -38,6 +38,10 @@ class CaptureObserver : public runner::StepObserver {
   ~CaptureObserver() override;
 
   void before_forward(const runner::StepContext& ctx) override;
+  // Every hook of its own: they only read (a copy of the captured rows), so
+  // decode steps keep their CUDA graphs with capture on, its hooks run
+  // after each replay (runner/model_runner/decode_graphs.h).
+  size_t deferrable_hooks(const runner::StepContext& ctx) const override;
   void after_forward(const runner::StepContext& ctx) override;
 
   const std::string& segment_name() const { return ring_->name(); }

@@ -22,6 +22,7 @@
 #include <nnsight/error.hpp>
 
 #include "core/safetensors/safetensors_file.h"
+#include "core/kernels/kernel_path.h"
 #include "front/capture/capture_config.h"
 #include "front/capture/capture_observer.h"
 #include "runner/model_runner/current_step.h"
@@ -146,6 +147,44 @@ TEST(Capture, GreedyOutputsEqualWithCaptureOnAndOff) {
   auto compressed = run(*testing::tiny_engine(capture_args(engine_id("onoffk"), "1").capture_compression_k(2), model),
                         requests(16, 8));
   EXPECT_EQ(compressed, off);
+}
+
+// Capture's hooks only read, so decode steps keep their graphs with capture
+// on, its hooks running after each replay: with the device path forced on
+// the CPU (the graph buckets run eagerly), the records equal an eager run's
+// (bitwise for prefill chunks, which run eager either way; decode rows within
+// float rounding of the buckets' other summation order: measured about 1e-6
+// of the row's largest value, asserted 1e-5) and the decode steps went
+// through the buckets.
+TEST(Capture, DecodeStepsKeepTheirGraphsWithCaptureOn) {
+  kernels::ForceDevicePath device;
+  auto model = model4();
+  auto records_of = [&](bool graphs, int64_t& hooked) {
+    const std::string id = engine_id(graphs ? "graphs" : "eager");
+    auto [engine, runner] =
+        testing::tiny_engine_with_runner(capture_args(id, "1,3").cuda_graphs(graphs).max_num_seqs(8), model);
+    ActivationReader reader(id);
+    run(*engine, requests(5, 6));
+    hooked = runner->decode_graphs() ? runner->decode_graphs()->hooked_replays() : 0;
+    return reader.since(0);
+  };
+  int64_t hooked = 0, hooked_eager = 0;
+  const std::vector<CaptureRecord> graphs = records_of(true, hooked), eager = records_of(false, hooked_eager);
+  EXPECT_GE(hooked, 3) << "decode steps replayed with capture's hooks deferred";
+  EXPECT_EQ(hooked_eager, 0);
+  ASSERT_EQ(graphs.size(), eager.size());
+  ASSERT_FALSE(graphs.empty());
+  for (size_t i = 0; i < graphs.size(); ++i) {
+    EXPECT_EQ(graphs[i].step, eager[i].step);
+    EXPECT_EQ(graphs[i].layer, eager[i].layer);
+    EXPECT_EQ(graphs[i].position, eager[i].position);
+    if (graphs[i].step == 0)
+      EXPECT_TRUE(at::equal(graphs[i].value, eager[i].value)) << "record " << i;
+    else
+      EXPECT_LE((graphs[i].value - eager[i].value).abs().max().item<float>(),
+                1e-5f * eager[i].value.abs().max().item<float>())
+          << "record " << i;
+  }
 }
 
 TEST(Capture, InProcessReaderEqualsReferenceAcrossChunkedPrefill) {
