@@ -87,6 +87,7 @@ CaptureConfig resolve_capture_config(const EngineArgs& args) {
   }
   if (!(c.buffer_size_gb > 0.0 && c.buffer_size_gb <= 1024.0))
     throw ConfigError(gb_src + " must be in (0, 1024], got " + std::to_string(c.buffer_size_gb));
+  if (const char* v = env("NNSIGHT_CAPTURE_ASYNC")) c.asynchronous = parse_bool(v, "NNSIGHT_CAPTURE_ASYNC") ? 1 : 0;
   return c;
 }
 

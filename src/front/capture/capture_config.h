@@ -5,6 +5,8 @@
 //   NNSIGHT_CAPTURE_SAMPLE_RATE    fraction of requests captured, in [0, 1]
 //   NNSIGHT_CAPTURE_COMPRESSION_K  0 = off; k = rank-k factorization per step and layer
 //   NNSIGHT_CAPTURE_BUFFER_SIZE_GB segment size per worker rank
+//   NNSIGHT_CAPTURE_ASYNC          0/1: records written by a thread of their own
+//                                  (default: on a GPU yes, on the CPU no)
 // An EngineArgs field that was set (capture_enabled called, or any other
 // field changed from its default) wins over its environment variable.
 #pragma once
@@ -24,6 +26,7 @@ struct CaptureConfig {
   int64_t compression_k = 0;     // 0 = store rows as they are
   double buffer_size_gb = 0.25;  // shared-memory segment per rank
   uint64_t seed = 0;             // mixes into the per-request sampling hash
+  int asynchronous = -1;         // -1: on a GPU only; 0 no; 1 yes (front/capture/capture_observer.h)
 };
 
 // Throws ConfigError naming the field or environment variable that is bad.

@@ -7,6 +7,7 @@
 
 #include <nnsight/error.hpp>
 
+#include "core/log.h"
 #include "front/capture/low_rank.h"
 
 namespace nnsight::capture {
@@ -59,7 +60,11 @@ CaptureObserver::CaptureObserver(CausalLM& model, const CaptureConfig& config, c
   rows_host_ = at::zeros({max_seqs}, at::TensorOptions().dtype(at::kLong));
   rows_device_ = opts.device().is_cpu() ? rows_host_ : rows_host_.to(opts.device());
   staging_ = at::zeros({static_cast<int64_t>(layers_.size()), max_seqs, hidden_}, opts);
-  if (!opts.device().is_cpu()) staging_host_ = at::zeros_like(staging_, at::TensorOptions().device(at::kCPU));
+  const bool asynchronous = config.asynchronous < 0 ? !opts.device().is_cpu() : config.asynchronous == 1;
+  if (asynchronous)
+    writer_ = std::make_unique<HostCopyQueue>();
+  else if (!opts.device().is_cpu())
+    staging_host_ = at::zeros_like(staging_, at::TensorOptions().device(at::kCPU));
   out_views_.resize(layers_.size());
   fired_.assign(layers_.size(), 0);
   meta_.reserve(static_cast<size_t>(max_seqs));
@@ -81,6 +86,7 @@ CaptureObserver::CaptureObserver(CausalLM& model, const CaptureConfig& config, c
 
 CaptureObserver::~CaptureObserver() {
   for (auto& h : hooks_) h.remove();
+  writer_.reset();  // its queued records written, before the ring goes
 }
 
 void CaptureObserver::before_forward(const runner::StepContext& ctx) {
@@ -116,7 +122,7 @@ void CaptureObserver::on_layer_output(size_t slot, const at::Tensor& y) {
   fired_[slot] = 1;
 }
 
-void CaptureObserver::write_layer(size_t slot, const at::Tensor& block) {
+void CaptureObserver::write_layer(size_t slot, const at::Tensor& block, const std::vector<RowMeta>& meta) {
   const int32_t layer = layers_[slot];
   const int64_t n = block.size(0);
   const int64_t k = config_.compression_k;
@@ -127,9 +133,9 @@ void CaptureObserver::write_layer(size_t slot, const at::Tensor& block) {
     const float* c = lr.coefficients.data_ptr<float>();
     for (int64_t i = 0; i < n; ++i) {
       RecordMeta m;
-      m.request_id = meta_[static_cast<size_t>(i)].request_id;
-      m.step = meta_[static_cast<size_t>(i)].step;
-      m.position = meta_[static_cast<size_t>(i)].position;
+      m.request_id = meta[static_cast<size_t>(i)].request_id;
+      m.step = meta[static_cast<size_t>(i)].step;
+      m.position = meta[static_cast<size_t>(i)].position;
       m.layer = layer;
       m.kind = RecordKind::kCoefficients;
       m.dtype = DType::kFloat32;
@@ -151,9 +157,9 @@ void CaptureObserver::write_layer(size_t slot, const at::Tensor& block) {
   const auto* base = static_cast<const uint8_t*>(block.data_ptr());
   for (int64_t i = 0; i < n; ++i) {
     RecordMeta m;
-    m.request_id = meta_[static_cast<size_t>(i)].request_id;
-    m.step = meta_[static_cast<size_t>(i)].step;
-    m.position = meta_[static_cast<size_t>(i)].position;
+    m.request_id = meta[static_cast<size_t>(i)].request_id;
+    m.step = meta[static_cast<size_t>(i)].step;
+    m.position = meta[static_cast<size_t>(i)].position;
     m.layer = layer;
     m.kind = RecordKind::kDense;
     m.dtype = dtype_;
@@ -163,6 +169,19 @@ void CaptureObserver::write_layer(size_t slot, const at::Tensor& block) {
 }
 
 void CaptureObserver::after_forward(const runner::StepContext&) {
+  if (writer_) {
+    if (n_ == 0) return;
+    // The staging block is the next step's too: the copy leaves from a
+    // clone, and the ring is written on the writer's thread once it landed.
+    std::vector<at::Tensor> block = {staging_.narrow(1, 0, n_).clone()};  // [layers, n, hidden]
+    writer_->push(std::move(block), [this, meta = meta_, fired = fired_](std::vector<at::Tensor>& host) {
+      for (size_t slot = 0; slot < layers_.size(); ++slot)
+        if (fired[slot]) write_layer(slot, host[0].select(0, static_cast<int64_t>(slot)), meta);
+      ring_->publish();
+    });
+    n_ = 0;
+    return;
+  }
   if (n_ == 0) {
     ring_->publish();
     return;
@@ -175,10 +194,18 @@ void CaptureObserver::after_forward(const runner::StepContext&) {
   }
   for (size_t slot = 0; slot < layers_.size(); ++slot) {
     if (!fired_[slot]) continue;
-    write_layer(slot, host.select(0, static_cast<int64_t>(slot)).narrow(0, 0, n_));
+    write_layer(slot, host.select(0, static_cast<int64_t>(slot)).narrow(0, 0, n_), meta_);
   }
   ring_->publish();
   n_ = 0;
+}
+
+void CaptureObserver::on_finished(uint64_t, runner::FinishedRequest&) {
+  if (!writer_) return;
+  // Its records are in the ring when its finish is reported: the last
+  // step's copy has landed by now (the step's tokens crossed after it).
+  writer_->drain();
+  for (const std::string& e : writer_->take_errors()) log_warning("capture: writing records failed: " + e);
 }
 
 }  // namespace nnsight::capture

@@ -9,6 +9,11 @@
 //   after_forward   copies the block to the host once (GPU) and appends one
 //                   record per (request, layer) to the shared-memory ring,
 //                   or a rank-k factorization per layer (compression on).
+//                   On a GPU the loop thread only starts that copy (a side
+//                   stream, pinned memory: core/host_copy_queue.h); a
+//                   thread of the observer's own waits for it and writes the
+//                   ring, and a finishing request's records are all in the
+//                   ring by the time its finish is reported (on_finished).
 // The values are those of the forward that generates the text: nothing is
 // recomputed. Hooks are removed and the segment unlinked on destruction.
 #pragma once
@@ -19,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "core/host_copy_queue.h"
 #include "core/module.h"
 #include "front/capture/capture_config.h"
 #include "front/capture/ring_writer.h"
@@ -43,19 +49,20 @@ class CaptureObserver : public runner::StepObserver {
   // after each replay (runner/model_runner/decode_graphs.h).
   size_t deferrable_hooks(const runner::StepContext& ctx) const override;
   void after_forward(const runner::StepContext& ctx) override;
+  void on_finished(uint64_t id, runner::FinishedRequest& out) override;
 
   const std::string& segment_name() const { return ring_->name(); }
   const std::vector<int32_t>& layers() const { return layers_; }
 
  private:
   void on_layer_output(size_t slot, const at::Tensor& y);
-  void write_layer(size_t slot, const at::Tensor& block);  // block: [n, hidden] on the CPU
-
   struct RowMeta {
     uint64_t request_id;
     int64_t step;
     int64_t position;
   };
+  // block: [n, hidden] on the CPU, row i that of meta[i].
+  void write_layer(size_t slot, const at::Tensor& block, const std::vector<RowMeta>& meta);
 
   CaptureConfig config_;
   int64_t hidden_;
@@ -72,6 +79,9 @@ class CaptureObserver : public runner::StepObserver {
   std::vector<RowMeta> meta_;          // per captured request, this step
   std::vector<uint8_t> fired_;         // per captured layer: its hook ran this step
   int64_t n_ = 0;
+  // The writer of the ring when set (config asynchronous, or on a GPU by
+  // default); destroyed before ring_, its jobs done.
+  std::unique_ptr<HostCopyQueue> writer_;
 };
 
 }  // namespace nnsight::capture

@@ -207,6 +207,25 @@ TEST(Capture, InProcessReaderEqualsReferenceAcrossChunkedPrefill) {
   EXPECT_GT(chunked, 0);
 }
 
+// The records written by the observer's own thread (what a GPU does, forced
+// here with NNSIGHT_CAPTURE_ASYNC=1) are the reference's, and all of them are
+// in the ring once the requests finished.
+TEST(Capture, RecordsWrittenOffTheLoopThreadEqualTheReference) {
+  ::setenv("NNSIGHT_CAPTURE_ASYNC", "1", 1);
+  EXPECT_EQ(capture::resolve_capture_config(EngineArgs()).asynchronous, 1);
+  auto model = model4();
+  const std::string id = engine_id("async");
+  {
+    Reference ref(*model, {0, 3});
+    auto engine = testing::tiny_engine(capture_args(id, "0,3").max_num_batched_tokens(16), model);
+    ActivationReader reader(id);
+    run(*engine, requests(8, 5));
+    expect_matches(reader.since(0), ref, 0.0);
+    EXPECT_EQ(reader.overwritten(), 0u);
+  }
+  ::unsetenv("NNSIGHT_CAPTURE_ASYNC");
+}
+
 // Spawns a program with its stderr on a pipe; returns the pid and the pipe.
 pid_t spawn(const std::vector<std::string>& args, int& stderr_fd) {
   int fds[2];
