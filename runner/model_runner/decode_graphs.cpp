@@ -105,8 +105,7 @@ DecodeGraphs::Bucket& DecodeGraphs::bucket(size_t i) {
 
 bool DecodeGraphs::can_run(const batching::FlatBatch& batch, const HookedModules& hooked) const {
   if (index_for(batch) >= sizes_.size()) return false;
-  return hooked.empty() || std::find(hook_sets_.begin(), hook_sets_.end(), hooked) != hook_sets_.end() ||
-         static_cast<int64_t>(hook_sets_.size()) < options_.max_hook_sets;
+  return hooked.empty() || known_hook_set(hooked) || static_cast<int64_t>(hook_sets_.size()) < options_.max_hook_sets;
 }
 
 DecodeGraphs::Captured& DecodeGraphs::graph_for(Bucket& b, int64_t rows, const HookedModules& hooked) {
@@ -123,26 +122,29 @@ DecodeGraphs::Captured& DecodeGraphs::graph_for(Bucket& b, int64_t rows, const H
     capture(b, *c);
   else
     warm_up(b, *c);  // what a capture runs, without the capture (the CPU)
-  if (!hooked.empty() && std::find(hook_sets_.begin(), hook_sets_.end(), hooked) == hook_sets_.end())
-    hook_sets_.push_back(hooked);
+  if (!hooked.empty() && !known_hook_set(hooked)) hook_sets_.push_back(hooked);
   b.graphs.push_back(std::move(c));
   return *b.graphs.back();
 }
 
-at::Tensor DecodeGraphs::tapped_forward(Bucket& b, Captured& c, bool keep_events) {
+at::Tensor DecodeGraphs::tapped_forward(const batching::DeviceBatch& inputs, Captured& c, bool keep_events) {
   // With hooked modules the forward records their values instead of calling
   // the hooks (which must not see the padding rows' values): captured, those
   // copies are what each replay refills.
   std::optional<HookTaps> taps;
   if (!c.hooked.empty()) taps.emplace();
-  at::Tensor logits = forward_and_logits(b.inputs);
+  at::Tensor logits = forward_and_logits(inputs);
   if (keep_events && taps) c.events = taps->take_events();
   return logits;
 }
 
 void DecodeGraphs::warm_up(Bucket& b, Captured& c) {
-  tapped_forward(b, c, false);
-  tapped_forward(b, c, false);
+  tapped_forward(b.inputs, c, false);
+  tapped_forward(b.inputs, c, false);
+}
+
+bool DecodeGraphs::known_hook_set(const HookedModules& hooked) const {
+  return std::find(hook_sets_.begin(), hook_sets_.end(), hooked) != hook_sets_.end();
 }
 
 void DecodeGraphs::capture(Bucket& b, Captured& c) {
@@ -167,7 +169,7 @@ void DecodeGraphs::capture(Bucket& b, Captured& c) {
     try {
       // The host fields it reads (fixed by the padder) are those of a batch
       // of padding rows: the same values every step reports.
-      c.logits = tapped_forward(b, c, /*keep_events=*/true);
+      c.logits = tapped_forward(b.inputs, c, /*keep_events=*/true);
       c.graph->capture_end();
     } catch (...) {
       try {
@@ -217,10 +219,7 @@ DecodeGraphs::Step DecodeGraphs::run(const batching::FlatBatch& batch, const Hoo
     // a graph captured on padding rows would replay with.
     batching::DeviceBatch inputs = up;
     if (options_.fixed_host_fields) inputs.meta = b.inputs.meta;
-    std::optional<HookTaps> taps;
-    if (!hooked.empty()) taps.emplace();
-    logits = forward_and_logits(inputs);
-    if (taps) c->events = taps->take_events();
+    logits = tapped_forward(inputs, *c, /*keep_events=*/true);
   }
   ++replays_;
   const int64_t n = batch.meta.num_seqs;

@@ -155,9 +155,10 @@ class DecodeGraphs {
   at::Tensor forward_and_logits(const batching::DeviceBatch& inputs);
   // The bucket's graph for `hooked`, made (and captured) on first use.
   Captured& graph_for(Bucket& b, int64_t rows, const HookedModules& hooked);
-  // The forward on the bucket's buffers, the hooks of c.hooked recorded (kept in c.events if asked).
-  at::Tensor tapped_forward(Bucket& b, Captured& c, bool keep_events);
-  void warm_up(Bucket& b, Captured& c);  // the forwards a capture runs first
+  // The forward on `inputs`, the hooks of c.hooked recorded (kept in c.events if asked).
+  at::Tensor tapped_forward(const batching::DeviceBatch& inputs, Captured& c, bool keep_events);
+  bool known_hook_set(const HookedModules& hooked) const;  // some bucket has a graph for it
+  void warm_up(Bucket& b, Captured& c);                    // the forwards a capture runs first
   void capture(Bucket& b, Captured& c);
 
   CausalLM& model_;

@@ -9,28 +9,25 @@ namespace nnsight {
 namespace {
 thread_local HookTaps* t_active = nullptr;
 
-ModuleIO copy_of(const ModuleIO& io) {
+// io with f applied to each defined tensor (undefined ones, Python's None, stay).
+template <class F>
+ModuleIO map_items(const ModuleIO& io, F f) {
   std::vector<at::Tensor> items;
   items.reserve(io.size());
-  for (const at::Tensor& t : io.items()) items.push_back(t.defined() ? t.clone() : t);
+  for (const at::Tensor& t : io.items()) items.push_back(t.defined() ? f(t) : t);
   if (io.is_tuple()) return ModuleIO::tuple(std::move(items));
   return items.empty() ? ModuleIO() : ModuleIO(std::move(items[0]));
 }
 
+ModuleIO copy_of(const ModuleIO& io) {
+  return map_items(io, [](const at::Tensor& t) { return t.clone(); });
+}
+
 // The step's rows of a value recorded on the padded batch, as a tensor of its own.
 ModuleIO rows_of(const ModuleIO& io, int64_t rows, int64_t padded_rows) {
-  std::vector<at::Tensor> items;
-  items.reserve(io.size());
-  for (const at::Tensor& t : io.items()) {
-    if (!t.defined())
-      items.push_back(t);
-    else if (t.dim() > 0 && t.size(0) == padded_rows)
-      items.push_back(t.narrow(0, 0, rows).clone());
-    else
-      items.push_back(t.clone());
-  }
-  if (io.is_tuple()) return ModuleIO::tuple(std::move(items));
-  return items.empty() ? ModuleIO() : ModuleIO(std::move(items[0]));
+  return map_items(io, [&](const at::Tensor& t) {
+    return t.dim() > 0 && t.size(0) == padded_rows ? t.narrow(0, 0, rows).clone() : t.clone();
+  });
 }
 }  // namespace
 
