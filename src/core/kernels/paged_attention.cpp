@@ -455,13 +455,7 @@ at::Tensor paged_attention(const at::Tensor& q, const KVCache& cache, const batc
   if (!cpu_kernels_for(q)) {
     if (cuda::decode_attention_applies(q, cache, meta))
       return cuda::paged_decode_attention(q, cache, meta, scale, options);
-    if (flash_attention_applies(q, cache, meta, options)) {
-      try {
-        return paged_attention_flash(q, cache, meta, scale, options);
-      } catch (const c10::Error&) {
-        // LibTorch refused it (logged once): the padded path, now and from now on.
-      }
-    }
+    if (flash_attention_applies(q, cache, meta, options)) return paged_attention_flash(q, cache, meta, scale, options);
     return paged_attention_batched(q, cache, meta, scale, options);
   }
   // Without the conversions' dispatch when there is nothing to convert (every decode step).

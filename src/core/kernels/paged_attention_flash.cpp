@@ -10,6 +10,7 @@
 
 #include "core/kernels/env_switch.h"
 #include "core/kernels/kernel_gradients.h"
+#include "core/kernels/paged_attention_batched.h"
 #include "core/log.h"
 
 // The varlen flash call with window sizes (LibTorch >= 2.6); older LibTorch
@@ -90,7 +91,7 @@ at::Tensor paged_attention_flash(const at::Tensor& q, const KVCache& cache, cons
     if (!g_refused.exchange(true))
       log_warning(std::string("flash attention unavailable, prefill steps use the padded attention: ") +
                   e.what_without_backtrace());
-    throw;
+    return paged_attention_batched(q, cache, meta, scale, options);
   }
 #else
   TORCH_CHECK(false, "paged_attention_flash: this LibTorch has no varlen flash attention");

@@ -37,7 +37,8 @@ bool flash_attention_applies(const at::Tensor& q, const KVCache& cache, const ba
                              const AttentionOptions& options);
 
 // q: [num_tokens, num_heads, head_dim] -> [num_tokens, num_heads, head_dim];
-// the cache already holds this step's keys and values (write_kv).
+// the cache already holds this step's keys and values (write_kv). A call
+// LibTorch refuses is answered by the padded path (and all later ones).
 at::Tensor paged_attention_flash(const at::Tensor& q, const KVCache& cache, const batching::BatchMeta& meta,
                                  double scale, const AttentionOptions& options = {});
 
