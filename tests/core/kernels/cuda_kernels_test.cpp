@@ -25,27 +25,14 @@
 #include "core/kernels/rotary.h"
 #include "core/kernels/silu.h"
 #include "core/kv_cache.h"
+#include "support/gpu_available.h"
 #include "support/seq_slots.h"
-#include "tp/nccl_process_group.h"
 
 namespace nnsight {
 namespace {
 
-std::string why_no_kernels() {
-  if (!kernels::cuda_kernels_built())
-    return "this build has no CUDA kernels (a CPU LibTorch or no nvcc at configure time; see scripts/gpu-build)";
-  if (tp::cuda_device_count() < 1) return "no CUDA GPU is visible";
-  return "";
-}
-
 #define SKIP_WITHOUT_KERNELS() \
-  if (auto why = why_no_kernels(); !why.empty()) GTEST_SKIP() << "CUDA kernel test skipped: " << why
-
-// ||a - b|| / ||b|| in float64.
-double rel_err(const at::Tensor& a, const at::Tensor& b) {
-  const at::Tensor ad = a.to(at::kCPU).to(at::kDouble), bd = b.to(at::kCPU).to(at::kDouble);
-  return (ad - bd).norm().item<double>() / std::max(bd.norm().item<double>(), 1e-30);
-}
+  if (auto why = testing::why_no_cuda_kernels(); !why.empty()) GTEST_SKIP() << "CUDA kernel test skipped: " << why
 
 double tolerance(at::ScalarType t) { return t == at::kFloat ? 1e-5 : t == at::kHalf ? 2e-3 : 1e-2; }
 
@@ -76,13 +63,13 @@ TEST(CudaKernels, AddRmsNormEqualsTheAtenPath) {
         const std::string where =
             std::string(c10::toString(type)) + " " + std::to_string(rows) + "x" + std::to_string(hidden);
         EXPECT_TRUE(at::equal(sum, sum_ref)) << "the residual sum is one rounded add: " << where;
-        EXPECT_LE(rel_err(out, out_ref), tolerance(type)) << where;
-        EXPECT_LE(rel_err(normed, kernels::rms_norm(a, w, 1e-5)), tolerance(type)) << where;
+        EXPECT_LE(testing::relative_error(out, out_ref), tolerance(type)) << where;
+        EXPECT_LE(testing::relative_error(normed, kernels::rms_norm(a, w, 1e-5)), tolerance(type)) << where;
         // float64 reference, Hugging Face's order.
         const at::Tensor s64 = sum_ref.to(at::kDouble);
         const at::Tensor ref =
             w.to(at::kDouble) * (s64 * at::rsqrt(s64.pow(2).mean(-1, true) + 1e-5)).to(type).to(at::kDouble);
-        EXPECT_LE(rel_err(out, ref), tolerance(type)) << where;
+        EXPECT_LE(testing::relative_error(out, ref), tolerance(type)) << where;
       }
     }
   }
@@ -101,9 +88,9 @@ TEST(CudaKernels, SiluMulEqualsTheAtenPathOnContiguousAndFusedHalves) {
       const at::Tensor a = kernels::silu_mul(gate, up), b = kernels::silu_mul(gate_c, up_c);
       const at::Tensor ref = at::silu(gate_c) * up_c;
       EXPECT_TRUE(at::equal(a, b)) << "strided and contiguous inputs give the same bits";
-      EXPECT_LE(rel_err(a, ref), tolerance(type)) << c10::toString(type) << " rows " << rows;
+      EXPECT_LE(testing::relative_error(a, ref), tolerance(type)) << c10::toString(type) << " rows " << rows;
       const at::Tensor g64 = gate_c.to(at::kDouble);
-      EXPECT_LE(rel_err(a, (g64 / (1 + at::exp(-g64))).to(type).to(at::kDouble) * up_c.to(at::kDouble)),
+      EXPECT_LE(testing::relative_error(a, (g64 / (1 + at::exp(-g64))).to(type).to(at::kDouble) * up_c.to(at::kDouble)),
                 tolerance(type));
     }
   }
@@ -178,8 +165,8 @@ TEST(CudaKernels, DecodeAttentionEqualsTheGenericPath) {
                                     std::to_string(kv_heads) + " d " + std::to_string(d) + " window " +
                                     std::to_string(o.sliding_window) + " softcap " + std::to_string(o.logit_softcap);
           ASSERT_EQ(fused.sizes(), q.sizes());
-          EXPECT_LE(rel_err(fused, generic), tolerance(type)) << where;
-          EXPECT_LE(rel_err(fused, cpu), type == at::kFloat ? 1e-5 : 1e-2) << where;
+          EXPECT_LE(testing::relative_error(fused, generic), tolerance(type)) << where;
+          EXPECT_LE(testing::relative_error(fused, cpu), type == at::kFloat ? 1e-5 : 1e-2) << where;
         }
       }
     }
@@ -229,7 +216,7 @@ TEST(CudaKernels, DecodeAttentionPropagatesAnOverflowedKeyAsNaN) {
   EXPECT_TRUE(at::isnan(generic[0].to(at::kFloat)).all().item<bool>()) << "the reference's behaviour";
   EXPECT_TRUE(at::isnan(fused[0].to(at::kFloat)).all().item<bool>());
   EXPECT_FALSE(at::isnan(fused[1].to(at::kFloat)).any().item<bool>());
-  EXPECT_LE(rel_err(fused[1], generic[1]), tolerance(at::kHalf));
+  EXPECT_LE(testing::relative_error(fused[1], generic[1]), tolerance(at::kHalf));
   KVCache wider = KVCache::allocate(4, kBlock, 2, 80, opts);
   EXPECT_FALSE(kernels::cuda::decode_attention_applies(q, wider, meta));
 }

@@ -17,8 +17,8 @@
 
 #include "batching/flattener.h"
 #include "core/kernels/paged_attention.h"
+#include "support/gpu_available.h"
 #include "support/seq_slots.h"
-#include "tp/nccl_process_group.h"
 
 namespace nnsight {
 namespace {
@@ -72,19 +72,8 @@ TEST(FlashAttention, AppliesOnlyToHalfPrecisionOnCudaWithoutSoftcap) {
       << "a CPU tensor";
 }
 
-std::string why_no_gpu() {
-  if (!at::hasCUDA()) return "this LibTorch has no CUDA (see scripts/gpu-build)";
-  if (tp::cuda_device_count() < 1) return "no CUDA GPU is visible";
-  return "";
-}
-
-double rel_err(const at::Tensor& a, const at::Tensor& b) {
-  const at::Tensor ad = a.to(at::kCPU).to(at::kDouble), bd = b.to(at::kCPU).to(at::kDouble);
-  return (ad - bd).norm().item<double>() / std::max(bd.norm().item<double>(), 1e-30);
-}
-
 TEST(FlashAttention, MixedStepsEqualTheGenericPathOnAGpu) {
-  if (auto why = why_no_gpu(); !why.empty()) GTEST_SKIP() << "flash attention test skipped: " << why;
+  if (auto why = testing::why_no_gpu(); !why.empty()) GTEST_SKIP() << "flash attention test skipped: " << why;
   at::manual_seed(7);
   int64_t blocks = 0;
   const std::vector<batching::SeqSlot> slots = mixed_step(blocks);
@@ -104,7 +93,7 @@ TEST(FlashAttention, MixedStepsEqualTheGenericPathOnAGpu) {
           EXPECT_EQ(kernels::flash_attention_calls(), calls + 1) << "paged_attention took the flash path";
           const at::Tensor generic = kernels::paged_attention_generic(q, cache, meta, scale, o);
           ASSERT_EQ(flash.sizes(), q.sizes());
-          EXPECT_LE(rel_err(flash, generic), type == at::kHalf ? 2e-3 : 1e-2)
+          EXPECT_LE(testing::relative_error(flash, generic), type == at::kHalf ? 2e-3 : 1e-2)
               << c10::toString(type) << " heads " << heads << "/" << kv_heads << " d " << d << " window " << window;
         }
       }

@@ -8,21 +8,13 @@
 
 #include <nnsight/capture.hpp>
 
-#include "core/kernels/cuda_kernels.h"
 #include "runner/engine/engine.h"
+#include "support/gpu_available.h"
 #include "support/tiny_engine.h"
 #include "support/tiny_models.h"
-#include "tp/nccl_process_group.h"
 
 namespace nnsight {
 namespace {
-
-std::string why_no_gpu() {
-  if (!at::hasCUDA()) return "this LibTorch has no CUDA (see scripts/gpu-build)";
-  if (!kernels::cuda_kernels_built()) return "this build has no CUDA kernels";
-  if (tp::cuda_device_count() < 1) return "no CUDA GPU is visible";
-  return "";
-}
 
 struct Captured {
   std::vector<CaptureRecord> records;
@@ -60,7 +52,7 @@ Captured capture_on(const std::string& device) {
 }
 
 TEST(CaptureGpu, DecodeGraphsKeepCaptureAndItsRecordsEqualTheCpus) {
-  if (auto why = why_no_gpu(); !why.empty()) GTEST_SKIP() << "GPU capture test skipped: " << why;
+  if (auto why = testing::why_no_cuda_kernels(); !why.empty()) GTEST_SKIP() << "GPU capture test skipped: " << why;
   const Captured gpu = capture_on("cuda"), cpu = capture_on("cpu");
   EXPECT_GE(gpu.hooked_replays, 4) << "decode steps replayed graphs with capture's hooks deferred";
   ASSERT_EQ(gpu.records.size(), cpu.records.size()) << "every record reached the ring by the requests' finish";

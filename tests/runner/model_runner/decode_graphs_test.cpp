@@ -20,6 +20,7 @@
 #include "core/kernels/kernel_path.h"
 #include "core/safetensors/safetensors_file.h"
 #include "core/weight_source.h"
+#include "support/gpu_available.h"
 #include "support/hf_fixtures.h"
 #include "support/seq_slots.h"
 #include "support/tiny_engine.h"
@@ -255,13 +256,6 @@ TEST(DecodeGraphs, ACpuEngineRunsEveryStepEager) {
 
 // ---- on a GPU: the captured graphs against eager steps.
 
-std::string why_no_graphs() {
-  if (!at::hasCUDA()) return "this LibTorch has no CUDA (see scripts/gpu-build)";
-  if (!kernels::cuda_kernels_built()) return "this build has no CUDA kernels";
-  if (tp::cuda_device_count() < 1) return "no CUDA GPU is visible";
-  return "";
-}
-
 struct GpuRun {
   std::map<uint64_t, std::vector<int32_t>> tokens;  // by request, in submission order
   int64_t captured = 0, replays = 0;
@@ -309,7 +303,7 @@ GpuRun generate_on_gpu(bool graphs, int64_t n) {
 }
 
 TEST(CudaGraphs, DecodeStepsReplayGraphsAndGenerateWhatEagerStepsGenerate) {
-  if (auto why = why_no_graphs(); !why.empty()) GTEST_SKIP() << "CUDA graph test skipped: " << why;
+  if (auto why = testing::why_no_cuda_kernels(); !why.empty()) GTEST_SKIP() << "CUDA graph test skipped: " << why;
   for (int64_t n : {1, 3, 11}) {
     const GpuRun eager = generate_on_gpu(false, n);
     const GpuRun graphs = generate_on_gpu(true, n);
@@ -344,7 +338,7 @@ testing::TraceBeside trace_on_gpu(bool graphs, int64_t companions = 4) {
 // each replay): every request's tokens and the trace's saves are the eager
 // run's (the same kernels; the saves within bf16 rounding of a padded batch).
 TEST(CudaGraphs, TracesThatOnlySaveReplayGraphsAndSaveWhatEagerStepsSave) {
-  if (auto why = why_no_graphs(); !why.empty()) GTEST_SKIP() << "CUDA graph test skipped: " << why;
+  if (auto why = testing::why_no_cuda_kernels(); !why.empty()) GTEST_SKIP() << "CUDA graph test skipped: " << why;
   const testing::TraceBeside eager = trace_on_gpu(false), graphs = trace_on_gpu(true);
   EXPECT_EQ(eager.replays, 0);
   EXPECT_EQ(graphs.hooked_replays, 7) << "the traced request's 7 decode steps";
@@ -361,7 +355,7 @@ TEST(CudaGraphs, TracesThatOnlySaveReplayGraphsAndSaveWhatEagerStepsSave) {
 // whether they agree bitwise (cuBLAS picks its kernels by row count: the
 // matmuls are not known to be invariant) is printed for the record.
 TEST(CudaGraphs, ARequestsTokensDoNotDependOnItsCompanions) {
-  if (auto why = why_no_graphs(); !why.empty()) GTEST_SKIP() << "CUDA graph test skipped: " << why;
+  if (auto why = testing::why_no_cuda_kernels(); !why.empty()) GTEST_SKIP() << "CUDA graph test skipped: " << why;
   for (bool graphs : {true, false}) {
     const testing::TraceBeside alone = trace_on_gpu(graphs, 0), batched = trace_on_gpu(graphs, 11);
     EXPECT_EQ(alone.tokens.back(), batched.tokens.back()) << (graphs ? "graphs" : "eager");
@@ -387,7 +381,7 @@ std::vector<int32_t> ints(const at::Tensor& t) {
 class CudaGraphsHf : public ::testing::TestWithParam<testing::HfFixtureCase> {};
 
 TEST_P(CudaGraphsHf, ReproduceTransformersGreedyContinuations) {
-  if (auto why = why_no_graphs(); !why.empty()) GTEST_SKIP() << "CUDA graph test skipped: " << why;
+  if (auto why = testing::why_no_cuda_kernels(); !why.empty()) GTEST_SKIP() << "CUDA graph test skipped: " << why;
   const testing::HfFixtureCase& f = GetParam();
   SafetensorsFile ref(testing::hf_fixture_dir(f) + "/reference.safetensors");
   auto source = open_weights(testing::hf_fixture_dir(f));
