@@ -173,7 +173,7 @@ std::vector<runner::RequestInput> traced_requests(runner::Engine& engine, const 
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
   Options o;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i], v = argv[i + 1];
@@ -329,4 +329,18 @@ int main(int argc, char** argv) {
                 variants[v].first.c_str(), static_cast<long long>(o.trace_batch), median(ratios[v]),
                 median(eager_ratios[v]), static_cast<long long>(o.rounds));
   return 0;
+}
+
+int main(int argc, char** argv) {
+  // Each row as soon as it is measured: a run cut by the lent machine's
+  // time limit keeps what it printed (stdout is a pipe to tee).
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
+  try {
+    return run(argc, argv);
+  } catch (const c10::Error& e) {
+    std::fprintf(stderr, "gpu_bench: %s\n", e.what_without_backtrace());
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "gpu_bench: %s\n", e.what());
+  }
+  return 1;
 }

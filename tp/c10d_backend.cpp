@@ -175,10 +175,32 @@ class GlooProcessGroup final : public ProcessGroup {
 
 bool gloo_available() { return true; }
 
+namespace {
+
+// LibTorch 2.x records every gloo collective in c10d's process-wide flight
+// recorder (on unless TORCH_FR_BUFFER_SIZE=0), whose first record of each
+// group inserts into a std::map before taking its lock: with several ranks'
+// groups in one process (threads as ranks), their first collectives race,
+// and about one run in 40 of ParallelLayers.* crashed inside that insert
+// (torch 2.11). Nothing here reads the recorder, so it is off unless the
+// user asked for it; set before the first group is made (the recorder reads
+// the variable once). LibTorch 1.13 has no recorder and ignores it.
+void turn_flight_recorder_off_unless_asked() {
+  static const bool done = [] {
+    if (std::getenv("TORCH_FR_BUFFER_SIZE") == nullptr && std::getenv("TORCH_NCCL_TRACE_BUFFER_SIZE") == nullptr)
+      ::setenv("TORCH_FR_BUFFER_SIZE", "0", /*overwrite=*/0);
+    return true;
+  }();
+  (void)done;
+}
+
+}  // namespace
+
 std::shared_ptr<ProcessGroup> make_gloo_process_group(const std::shared_ptr<Store>& store, const Rendezvous& where,
                                                       int rank, int world_size, std::chrono::milliseconds timeout) {
   auto* c10d_store = dynamic_cast<C10dStore*>(store.get());
   TORCH_CHECK(c10d_store, "make_gloo_process_group: the store does not come from open_store");
+  turn_flight_recorder_off_unless_asked();
   try {
     auto opts = c10d::ProcessGroupGloo::Options::create(timeout);
     const char* ifname = std::getenv("GLOO_SOCKET_IFNAME");

@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <future>
 #include <thread>
 
@@ -69,6 +70,23 @@ TEST(ProcessGroup, GlooIsAvailableInThisBuild) {
 }
 
 TEST(ProcessGroup, GlooThreeRanksThroughAFileStore) { testing::run_ranks(3, check_collectives); }
+
+// LibTorch 2.x's flight recorder races when several groups in one process
+// record their first collectives at once (tp/c10d_backend.cpp): a gloo group
+// turns it off before it exists, unless the user set its variable.
+TEST(ProcessGroup, GlooGroupsTurnPyTorchsFlightRecorderOffUnlessAsked) {
+  const char* before = std::getenv("TORCH_FR_BUFFER_SIZE");
+  const bool user_asked = before != nullptr || std::getenv("TORCH_NCCL_TRACE_BUFFER_SIZE") != nullptr;
+  const std::string user_value = before != nullptr ? before : "";
+  testing::run_ranks(2, [](tp::ParallelContext& ctx) { ctx.group->barrier(); });
+  const char* after = std::getenv("TORCH_FR_BUFFER_SIZE");
+  if (user_asked) {
+    EXPECT_EQ(after != nullptr ? std::string(after) : std::string(), user_value) << "the user's setting is kept";
+  } else {
+    ASSERT_NE(after, nullptr);
+    EXPECT_STREQ(after, "0");
+  }
+}
 
 TEST(ProcessGroup, GlooTwoRanksThroughATcpStore) {
   testing::run_ranks(2, check_collectives, "tcp://127.0.0.1:" + std::to_string(testing::free_tcp_port()));
