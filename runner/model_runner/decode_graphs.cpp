@@ -124,7 +124,14 @@ DecodeGraphs::Captured& DecodeGraphs::graph_for(Bucket& b, int64_t rows, const H
     warm_up(b, *c);  // what a capture runs, without the capture (the CPU)
   if (!hooked.empty() && !known_hook_set(hooked)) hook_sets_.push_back(hooked);
   b.graphs.push_back(std::move(c));
+  ++made_;
   return *b.graphs.back();
+}
+
+void DecodeGraphs::make_all() {
+  // Largest first, as vLLM does: a smaller bucket's capture then finds the
+  // pool's blocks the larger one freed big enough to reuse.
+  for (size_t i = sizes_.size(); i-- > 0;) graph_for(bucket(i), sizes_[i], {});
 }
 
 at::Tensor DecodeGraphs::tapped_forward(const batching::DeviceBatch& inputs, Captured& c, bool keep_events) {

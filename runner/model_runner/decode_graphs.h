@@ -7,9 +7,11 @@
 // where the eager step launches a few hundred kernels, each paying the
 // host's launch cost.
 //
-// A bucket's graph is captured the first time a step needs it (a warm-up
-// forward, then the capture, on a side stream; all buckets share one memory
-// pool). A graph replays exactly the kernels it recorded, so the runner uses
+// Every bucket's plain graph (no hooks) is captured when the engine starts,
+// as vLLM does (make_all; ModelRunner on a CUDA device), so no early step
+// pays for a capture; a graph with hooked modules is captured the first time
+// a step needs it. Each capture runs two warm-up forwards, then the capture,
+// on a side stream; all share one memory pool. A graph replays exactly the kernels it recorded, so the runner uses
 // one only where nothing else must run inside the forward: no hook that
 // writes (a steering trace, forward-hook configs, capture), no gradients,
 // one rank; other steps run eager. Decode attention
@@ -143,6 +145,11 @@ class DecodeGraphs {
   // GraphUnavailable when the graph failed; a hook's exception passes through.
   Step run(const batching::FlatBatch& batch, const HookedModules& hooked = {});
 
+  // Every bucket's plain graph (no hooked modules), made now where missing:
+  // what a first step of each bucket would make. Throws what a capture throws.
+  void make_all();
+  // Graphs made, captured or (on the CPU) run eagerly on padding rows.
+  int64_t graphs_made() const { return made_; }
   int64_t graphs_captured() const { return captured_; }
   int64_t replays() const { return replays_; }
   int64_t hooked_replays() const { return hooked_replays_; }  // of replays(): with deferred hooks
@@ -169,7 +176,7 @@ class DecodeGraphs {
   batching::DecodePadder padder_;
   std::pair<unsigned long long, unsigned long long> pool_{0, 0};  // the graphs' shared memory pool
   std::vector<HookedModules> hook_sets_;  // with graphs in some bucket (HookedModules{} not counted)
-  int64_t captured_ = 0, replays_ = 0, hooked_replays_ = 0;
+  int64_t made_ = 0, captured_ = 0, replays_ = 0, hooked_replays_ = 0;
 };
 
 }  // namespace nnsight::runner

@@ -59,6 +59,18 @@ ModelRunner::ModelRunner(std::shared_ptr<CausalLM> model, RunnerConfig config)
             .captured(on_cuda)
             .as_replayed(!on_cuda));
     for (const auto& [name, m] : model_->named_hookable_modules()) hookable_.push_back(m);
+    // At start, as vLLM does: no early step pays for its bucket's capture
+    // (on the CPU with the device path forced, the same warm-up forwards on
+    // padding rows). A graph without hooks stays valid whatever extensions
+    // attach later: a step with hooks never replays it.
+    if (config_.graphs_at_start) {
+      try {
+        graphs_->make_all();
+      } catch (const std::exception& e) {
+        log_warning(std::string("CUDA graphs off for this engine, every step runs eager: ") + e.what());
+        graphs_.reset();
+      }
+    }
   }
 }
 

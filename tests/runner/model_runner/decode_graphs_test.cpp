@@ -137,8 +137,9 @@ void expect_padded_equals_eager(int64_t n, bool as_replayed = false) {
   EXPECT_TRUE(at::equal(s.meta.context_lens, step.meta.context_lens));
   EXPECT_EQ(graphs.replays(), 1);
   EXPECT_EQ(graphs.graphs_captured(), 0);
-  if (graphs.bucket_for(step) > n)
+  if (graphs.bucket_for(step) > n) {
     EXPECT_NE(kv[0].key[kScratch].abs().sum().item<float>(), 0.f) << "padding rows wrote the scratch block";
+  }
   EXPECT_TRUE(at::equal(kv[0].key[kCanary], canary_before));
 }
 
@@ -241,6 +242,65 @@ TEST(DecodeGraphs, ANewGraphInABucketWritesNoRequestsBlocks) {
   hook.remove();
 }
 
+// At start (make_all) every bucket gets its plain graph: its warm-up
+// forwards write the scratch block alone, and steps then make no graph of
+// their own and give the logits they gave without it.
+TEST(DecodeGraphs, MakeAllGivesEveryBucketItsPlainGraphWritingOnlyTheScratchBlock) {
+  Prefilled pre(3);
+  std::vector<at::Tensor> keys_before, values_before;
+  for (const auto& c : pre.kv) {
+    keys_before.push_back(c.key.clone());
+    values_before.push_back(c.value.clone());
+  }
+  runner::DecodeGraphs graphs(*pre.model, pre.kv, uncaptured());
+  graphs.make_all();
+  EXPECT_EQ(graphs.graphs_made(), static_cast<int64_t>(runner::DecodeGraphs::bucket_sizes(16).size()));
+  EXPECT_EQ(graphs.replays(), 0);
+  for (size_t l = 0; l < pre.kv.size(); ++l) {
+    // [blocks, block_size, kv_heads, head_dim] or the like: block-major.
+    for (int64_t blk = 0; blk < pre.kv[l].key.size(0); ++blk) {
+      if (blk == kScratch) continue;
+      EXPECT_TRUE(at::equal(pre.kv[l].key[blk], keys_before[l][blk])) << "layer " << l << " block " << blk;
+      EXPECT_TRUE(at::equal(pre.kv[l].value[blk], values_before[l][blk])) << "layer " << l << " block " << blk;
+    }
+  }
+  EXPECT_FALSE(at::equal(pre.kv[0].key[kScratch], keys_before[0][kScratch])) << "the padding rows wrote there";
+  graphs.make_all();  // nothing missing: nothing made
+  EXPECT_EQ(graphs.graphs_made(), static_cast<int64_t>(runner::DecodeGraphs::bucket_sizes(16).size()));
+
+  const batching::FlatBatch& step = pre.decode_step();
+  Prefilled fresh(3);
+  const batching::FlatBatch& fresh_step = fresh.decode_step();
+  const at::Tensor eager = fresh.model->compute_logits(
+      fresh.model->forward(fresh_step.token_ids, fresh_step.meta, fresh.kv), fresh_step.meta.logits_rows);
+  const runner::DecodeGraphs::Step s = graphs.run(step);
+  EXPECT_EQ(graphs.graphs_made(), static_cast<int64_t>(runner::DecodeGraphs::bucket_sizes(16).size()));
+  EXPECT_EQ(graphs.replays(), 1);
+  EXPECT_TRUE(at::allclose(s.logits, eager, 1e-5, 1e-5)) << (s.logits - eager).abs().max().item<float>();
+}
+
+// An engine on the device path makes its buckets' graphs when it starts
+// (emulated on the CPU: the same warm-up forwards), and its first decode
+// steps make none.
+TEST(DecodeGraphs, AnEngineMakesEveryBucketsGraphAtStart) {
+  kernels::ForceDevicePath device_path;
+  auto [engine, runner] = testing::tiny_engine_with_runner(
+      EngineArgs().kv_cache_memory_mb(8).max_num_seqs(16).cuda_graphs(true), testing::tiny_llama());
+  const runner::DecodeGraphs* g = runner->decode_graphs();
+  ASSERT_NE(g, nullptr);
+  const int64_t buckets = static_cast<int64_t>(runner::DecodeGraphs::bucket_sizes(16).size());
+  EXPECT_EQ(g->graphs_made(), buckets);
+  runner::RequestInput in;
+  in.prompt_token_ids = {5, 6, 7};
+  in.params = SamplingParams().temperature(0).max_tokens(4).ignore_eos(true);
+  engine->add_request(std::move(in));
+  const auto outs = testing::run_to_completion(*engine);
+  ASSERT_EQ(outs.size(), 1u);
+  EXPECT_EQ(outs.begin()->second.token_ids.size(), 4u);
+  EXPECT_EQ(g->replays(), 3) << "three decode steps after the prefill";
+  EXPECT_EQ(g->graphs_made(), buckets);
+}
+
 // On the CPU kernels' path there are no graphs to replay, asked for or not:
 // the runner builds none and every step runs eager.
 TEST(DecodeGraphs, ACpuEngineRunsEveryStepEager) {
@@ -308,7 +368,8 @@ TEST(CudaGraphs, DecodeStepsReplayGraphsAndGenerateWhatEagerStepsGenerate) {
     const GpuRun eager = generate_on_gpu(false, n);
     const GpuRun graphs = generate_on_gpu(true, n);
     EXPECT_EQ(eager.replays, 0);
-    EXPECT_GE(graphs.captured, 1) << n << " requests";
+    // Every bucket's graph captured when the engine started, none after.
+    EXPECT_EQ(graphs.captured, static_cast<int64_t>(runner::DecodeGraphs::bucket_sizes(16).size())) << n << " requests";
     EXPECT_GE(graphs.replays, 10) << n << " requests: 11 decode steps each";
     ASSERT_EQ(eager.tokens.size(), static_cast<size_t>(n));
     auto e = eager.tokens.begin();
