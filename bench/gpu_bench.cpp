@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "core/kernels/cuda_kernels.h"
+#include "core/kernels/fixed_rows_linear.h"
 #include "core/kernels/paged_attention_flash.h"
 #include "front/trace_client/graph_file.h"
 #include "front/trace_client/graph_trace.h"
@@ -262,6 +263,29 @@ int run(int argc, char** argv) {
           "eager |\n",
           static_cast<long long>(b), tps(aten), aten / eager);
       std::fflush(stdout);
+      if (o.batches.size() == 1) break;
+    }
+  }
+  // Batch-invariant matmuls (core/kernels/fixed_rows_linear.h): what they
+  // cost, on an engine of their own whose graphs are captured with them.
+  if (device.is_cuda()) {
+    kernels::UseFixedRows fixed(128);
+    auto invariant = testing::tiny_engine(EngineArgs()
+                                              .device(o.device)
+                                              .dtype(o.dtype)
+                                              .kv_cache_memory_mb(std::min<int64_t>(o.kv_cache_mb, 4096))
+                                              .max_num_seqs(std::max<int64_t>(max_batch, o.trace_batch))
+                                              .max_num_batched_tokens(std::max<int64_t>(o.prefill, 32 * max_batch))
+                                              .enable_prefix_caching(false),
+                                          model);
+    for (int64_t b : {o.batches.front(), max_batch}) {
+      decode_seconds(*invariant, plain_requests(b, vocab, 3), 2, device);
+      const double with = decode_seconds(*invariant, plain_requests(b, vocab, o.steps + 1), o.steps, device);
+      const double without = decode_seconds(*engine, plain_requests(b, vocab, o.steps + 1), o.steps, device);
+      std::printf(
+          "| decode batch %lld, batch-invariant matmuls (NNSIGHT_FIXED_ROWS=128) | %.1f tokens/s | %.2fx "
+          "the default's time |\n",
+          static_cast<long long>(b), static_cast<double>(b * o.steps) / with, with / without);
       if (o.batches.size() == 1) break;
     }
   }

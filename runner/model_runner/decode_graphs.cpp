@@ -159,7 +159,9 @@ void DecodeGraphs::capture(Bucket& b, Captured& c) {
   const c10::Device device = model_.options().device();
   const c10::cuda::CUDAGuard guard(device);
   const c10::cuda::CUDAStream main = c10::cuda::getCurrentCUDAStream(device.index());
-  const c10::cuda::CUDAStream side = c10::cuda::getStreamFromPool(/*isHighPriority=*/false, device.index());
+  if (!capture_stream_)
+    capture_stream_ = c10::cuda::getStreamFromPool(/*isHighPriority=*/false, device.index()).unwrap();
+  const c10::cuda::CUDAStream side(*capture_stream_);
   at::cuda::CUDAEvent uploaded;
   uploaded.record(main);
   uploaded.block(side);

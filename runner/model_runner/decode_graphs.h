@@ -31,9 +31,11 @@
 #pragma once
 
 #include <ATen/core/Tensor.h>
+#include <c10/core/Stream.h>
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <utility>
 #include <vector>
@@ -175,6 +177,10 @@ class DecodeGraphs {
   std::vector<std::unique_ptr<Bucket>> buckets_;  // one per size, made on first use
   batching::DecodePadder padder_;
   std::pair<unsigned long long, unsigned long long> pool_{0, 0};  // the graphs' shared memory pool
+  // The one stream every capture runs on (taken at the first): the caching
+  // allocator keeps a pool's free blocks per stream, so captures on one
+  // stream reuse what the others freed, and share one cuBLAS workspace.
+  std::optional<c10::Stream> capture_stream_;
   std::vector<HookedModules> hook_sets_;  // with graphs in some bucket (HookedModules{} not counted)
   int64_t made_ = 0, captured_ = 0, replays_ = 0, hooked_replays_ = 0;
 };

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/kernels/cpu_features.h"
+#include "core/kernels/fixed_rows_linear.h"
 #include "core/kernels/linear_tiles.h"
 #include "core/kernels/packed_linear_internal.h"
 #include "core/kernels/parallel_chunks.h"
@@ -232,9 +233,23 @@ at::Tensor linear_on_path(LinearPath path, const at::Tensor& x, const at::Tensor
   return run_kernel(*tiles, x, w, bias);
 }
 
+// A device's GEMM in chunks of fixed rows (fixed_rows_linear.h) when asked
+// for, or 0: never for the CPU kernels' tensors, nor under autograd, which
+// needs at::linear's graph.
+static int64_t fixed_rows_for(const at::Tensor& x, const at::Tensor& w, const at::Tensor& bias) {
+  const int64_t rows = fixed_rows();
+  if (rows == 0 || cpu_kernels_for(x) || w.dim() != 2) return 0;
+  const bool grad = at::GradMode::is_enabled() &&
+                    (x.requires_grad() || w.requires_grad() || (bias.defined() && bias.requires_grad()));
+  return grad ? 0 : rows;
+}
+
 at::Tensor linear(const at::Tensor& x, const at::Tensor& w, const at::Tensor& bias) {
   if (records_grad(x)) return linear_recorded(x, w, bias);
-  if (!linear_uses_kernel(x, w, bias)) return at::linear(x, w, bias);
+  if (!linear_uses_kernel(x, w, bias)) {
+    if (const int64_t rows = fixed_rows_for(x, w, bias); rows > 0) return fixed_rows_linear(x, w, bias, rows);
+    return at::linear(x, w, bias);
+  }
   const TileSet* tiles = tiles_for(linear_default_path(x.scalar_type()), x.scalar_type());
   return run_kernel(*tiles, x, w, bias);
 }
