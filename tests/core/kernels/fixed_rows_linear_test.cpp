@@ -9,12 +9,17 @@
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <cstdlib>
+#include <utility>
+#include <vector>
 
 #include <nnsight/error.hpp>
 
 #include "core/kernels/kernel_path.h"
 #include "core/kernels/linear.h"
+#include "support/gpu_available.h"
 
 namespace nnsight {
 namespace {
@@ -102,6 +107,42 @@ TEST(FixedRowsLinear, ABadEnvironmentValueIsAPreciseError) {
   else
     ::unsetenv("NNSIGHT_FIXED_ROWS");
   kernels::fixed_rows_reread_environment();
+}
+
+// On a GPU, at Llama-3-8B's projection shapes in bf16: one row's value
+// alone and among 9, 64 and 200 rows. cuBLAS's own choice of kernels is
+// printed (whether it needs fixed rows at all); with fixed rows of 128 the
+// bits must be the same.
+TEST(FixedRowsLinear, OnAGpuARowsBitsDoNotDependOnItsCompanions) {
+  if (auto why = testing::why_no_gpu(); !why.empty()) GTEST_SKIP() << "GPU test skipped: " << why;
+  at::manual_seed(11);
+  const auto opts = at::TensorOptions().dtype(at::kBFloat16).device(at::kCUDA);
+  for (const auto& [n, k] : std::vector<std::pair<int64_t, int64_t>>{{4096, 4096}, {14336, 4096}, {4096, 14336}}) {
+    const at::Tensor w = at::randn({n, k}, opts) * 0.02, row = at::randn({1, k}, opts);
+    for (int64_t fixed : {int64_t{0}, int64_t{128}}) {
+      const auto run = [&](const at::Tensor& x) {
+        return fixed > 0 ? kernels::fixed_rows_linear(x, w, at::Tensor(), fixed) : at::linear(x, w);
+      };
+      const at::Tensor alone = run(row)[0];
+      bool all_equal = true;
+      double worst = 0;
+      for (int64_t m : {9, 64, 200}) {
+        at::Tensor many = at::randn({m, k}, opts);
+        many[m / 2].copy_(row[0]);
+        const at::Tensor got = run(many)[m / 2];
+        all_equal = all_equal && at::equal(got, alone);
+        worst = std::max(worst, (got.to(at::kFloat) - alone.to(at::kFloat)).abs().max().item<double>());
+      }
+      std::printf(
+          "batch invariance of a [rows, %lld] x [%lld, %lld] bf16 GEMM (%s): a row alone vs among 9, 64, "
+          "200: %s (max difference %g)\n",
+          static_cast<long long>(k), static_cast<long long>(k), static_cast<long long>(n),
+          fixed > 0 ? "fixed rows 128" : "cuBLAS's choice", all_equal ? "bitwise equal" : "differ", worst);
+      if (fixed > 0) {
+        EXPECT_TRUE(all_equal) << n << " x " << k;
+      }
+    }
+  }
 }
 
 }  // namespace
