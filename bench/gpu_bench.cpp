@@ -212,14 +212,18 @@ int run(int argc, char** argv) {
   std::printf("model: %s, %s on %s, %.2f GB of weights, made in %.1f s\n", cfg.name.c_str(), o.dtype.c_str(),
               o.device.c_str(), static_cast<double>(weight_bytes) / 1e9, since(t0));
   const int64_t max_batch = *std::max_element(o.batches.begin(), o.batches.end());
-  auto engine = testing::tiny_engine(EngineArgs()
-                                         .device(o.device)
-                                         .dtype(o.dtype)
-                                         .kv_cache_memory_mb(o.kv_cache_mb)
-                                         .max_num_seqs(std::max<int64_t>(max_batch, o.trace_batch))
-                                         .max_num_batched_tokens(std::max<int64_t>(o.prefill, 32 * max_batch))
-                                         .enable_prefix_caching(false),
-                                     model);
+  // An engine on the model, with a KV cache of kv_mb.
+  const auto make_engine = [&](int64_t kv_mb) {
+    return testing::tiny_engine(EngineArgs()
+                                    .device(o.device)
+                                    .dtype(o.dtype)
+                                    .kv_cache_memory_mb(kv_mb)
+                                    .max_num_seqs(std::max<int64_t>(max_batch, o.trace_batch))
+                                    .max_num_batched_tokens(std::max<int64_t>(o.prefill, 32 * max_batch))
+                                    .enable_prefix_caching(false),
+                                model);
+  };
+  auto engine = make_engine(o.kv_cache_mb);
   const int64_t vocab = cfg.vocab_size;
   decode_seconds(*engine, plain_requests(1, vocab, 4), 2, device);  // warm-up
 
@@ -270,14 +274,7 @@ int run(int argc, char** argv) {
   // cost, on an engine of their own whose graphs are captured with them.
   if (device.is_cuda()) {
     kernels::UseFixedRows fixed(128);
-    auto invariant = testing::tiny_engine(EngineArgs()
-                                              .device(o.device)
-                                              .dtype(o.dtype)
-                                              .kv_cache_memory_mb(std::min<int64_t>(o.kv_cache_mb, 4096))
-                                              .max_num_seqs(std::max<int64_t>(max_batch, o.trace_batch))
-                                              .max_num_batched_tokens(std::max<int64_t>(o.prefill, 32 * max_batch))
-                                              .enable_prefix_caching(false),
-                                          model);
+    auto invariant = make_engine(std::min<int64_t>(o.kv_cache_mb, 4096));
     for (int64_t b : {o.batches.front(), max_batch}) {
       decode_seconds(*invariant, plain_requests(b, vocab, 3), 2, device);
       const double with = decode_seconds(*invariant, plain_requests(b, vocab, o.steps + 1), o.steps, device);

@@ -35,3 +35,21 @@ configure_sanitized() {
   CC=clang CXX=clang++ cmake -S "$NNSIGHT_ROOT" -B "$build" "${gen[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DNNSIGHT_SANITIZE="$kind" -DNNSIGHT_BUILD_FUZZ="$fuzz" -DNNSIGHT_BUILD_BENCH=OFF >/dev/null
 }
+
+# gpu_binaries DEFAULT_TARGETS: sets `build` (where the GPU binaries are) and
+# TORCH_DIR. Binaries built elsewhere and checked here (NNSIGHT_GPU_BUILD and
+# TORCH_DIR, which scripts/gpu-prebuilt check sets) are taken as they are;
+# otherwise scripts/gpu-build builds NNSIGHT_GPU_TARGETS (default
+# DEFAULT_TARGETS) into build-gpu and names its torch on its last line.
+gpu_binaries() {
+  if [ -n "${NNSIGHT_GPU_BUILD:-}" ]; then
+    [ -n "${TORCH_DIR:-}" ] || die "NNSIGHT_GPU_BUILD is set without TORCH_DIR"
+    build="$NNSIGHT_GPU_BUILD"
+    log "the binaries in $build (scripts/gpu-prebuilt), not built here"
+  else
+    TORCH_DIR=$(NNSIGHT_GPU_TARGETS="${NNSIGHT_GPU_TARGETS:-$1}" "$NNSIGHT_ROOT/scripts/gpu-build" |
+      sed -n 's/^TORCH_DIR=//p' | tail -1)
+    [ -n "$TORCH_DIR" ] || die "scripts/gpu-build failed"
+    build="$NNSIGHT_ROOT/build-gpu"
+  fi
+}

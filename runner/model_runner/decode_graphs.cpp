@@ -194,7 +194,6 @@ void DecodeGraphs::capture(Bucket& b, Captured& c) {
   at::cuda::CUDAEvent captured;
   captured.record(side);
   captured.block(main);
-  ++captured_;
 #else
   TORCH_CHECK(false, "DecodeGraphs: CUDA graphs need a CUDA LibTorch");
 #endif

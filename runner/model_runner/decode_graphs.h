@@ -11,8 +11,9 @@
 // as vLLM does (make_all; ModelRunner on a CUDA device), so no early step
 // pays for a capture; a graph with hooked modules is captured the first time
 // a step needs it. Each capture runs two warm-up forwards, then the capture,
-// on a side stream; all share one memory pool. A graph replays exactly the kernels it recorded, so the runner uses
-// one only where nothing else must run inside the forward: no hook that
+// on a side stream; all share one memory pool. A graph replays exactly the
+// kernels it recorded, so the runner uses one only where nothing else must
+// run inside the forward: no hook that
 // writes (a steering trace, forward-hook configs, capture), no gradients,
 // one rank; other steps run eager. Decode attention
 // must read everything from device memory (kernels::cuda's decode kernel):
@@ -152,7 +153,7 @@ class DecodeGraphs {
   void make_all();
   // Graphs made, captured or (on the CPU) run eagerly on padding rows.
   int64_t graphs_made() const { return made_; }
-  int64_t graphs_captured() const { return captured_; }
+  int64_t graphs_captured() const { return options_.capture ? made_ : 0; }  // of them: CUDA graphs
   int64_t replays() const { return replays_; }
   int64_t hooked_replays() const { return hooked_replays_; }  // of replays(): with deferred hooks
 
@@ -182,7 +183,7 @@ class DecodeGraphs {
   // stream reuse what the others freed, and share one cuBLAS workspace.
   std::optional<c10::Stream> capture_stream_;
   std::vector<HookedModules> hook_sets_;  // with graphs in some bucket (HookedModules{} not counted)
-  int64_t made_ = 0, captured_ = 0, replays_ = 0, hooked_replays_ = 0;
+  int64_t made_ = 0, replays_ = 0, hooked_replays_ = 0;
 };
 
 }  // namespace nnsight::runner

@@ -63,13 +63,11 @@ ModelRunner::ModelRunner(std::shared_ptr<CausalLM> model, RunnerConfig config)
     // (on the CPU with the device path forced, the same warm-up forwards on
     // padding rows). A graph without hooks stays valid whatever extensions
     // attach later: a step with hooks never replays it.
-    if (config_.graphs_at_start) {
-      try {
-        graphs_->make_all();
-      } catch (const std::exception& e) {
-        log_warning(std::string("CUDA graphs off for this engine, every step runs eager: ") + e.what());
-        graphs_.reset();
-      }
+    try {
+      graphs_->make_all();
+    } catch (const std::exception& e) {
+      log_warning(std::string("CUDA graphs off for this engine, every step runs eager: ") + e.what());
+      graphs_.reset();
     }
   }
 }

@@ -37,7 +37,6 @@ struct RunnerConfig {
   bool is_driver = true;                  // rank 0: samples are authoritative
   bool fast_untraced = false;             // untraced requests' rows with 8-bit activations
   bool cuda_graphs = false;               // decode steps of untraced requests replay CUDA graphs (CUDA, one rank)
-  bool graphs_at_start = true;            // with graphs: every bucket's plain graph made in the constructor
 };
 
 class ModelRunner {

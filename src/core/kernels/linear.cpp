@@ -207,6 +207,12 @@ LinearPath linear_default_path(at::ScalarType dtype) {
   return LinearPath::Scalar;
 }
 
+// Whether autograd must see this product (then only at::linear's graph will do).
+static bool autograd_needs(const at::Tensor& x, const at::Tensor& w, const at::Tensor& bias) {
+  return at::GradMode::is_enabled() &&
+         (x.requires_grad() || w.requires_grad() || (bias.defined() && bias.requires_grad()));
+}
+
 bool linear_uses_kernel(const at::Tensor& x, const at::Tensor& w, const at::Tensor& bias) {
   if (!x.defined() || !w.defined()) return false;
   const at::ScalarType dt = x.scalar_type();
@@ -218,11 +224,7 @@ bool linear_uses_kernel(const at::Tensor& x, const at::Tensor& w, const at::Tens
     if (bias.scalar_type() != dt || !bias.device().is_cpu() || bias.layout() != at::kStrided) return false;
     if (bias.dim() != 1 || bias.size(0) != w.size(0)) return false;
   }
-  // Autograd needs at::linear's graph.
-  if (at::GradMode::is_enabled() &&
-      (x.requires_grad() || w.requires_grad() || (bias.defined() && bias.requires_grad())))
-    return false;
-  return true;
+  return !autograd_needs(x, w, bias);
 }
 
 at::Tensor linear_on_path(LinearPath path, const at::Tensor& x, const at::Tensor& w, const at::Tensor& bias) {
@@ -238,10 +240,8 @@ at::Tensor linear_on_path(LinearPath path, const at::Tensor& x, const at::Tensor
 // needs at::linear's graph.
 static int64_t fixed_rows_for(const at::Tensor& x, const at::Tensor& w, const at::Tensor& bias) {
   const int64_t rows = fixed_rows();
-  if (rows == 0 || cpu_kernels_for(x) || w.dim() != 2) return 0;
-  const bool grad = at::GradMode::is_enabled() &&
-                    (x.requires_grad() || w.requires_grad() || (bias.defined() && bias.requires_grad()));
-  return grad ? 0 : rows;
+  if (rows == 0 || cpu_kernels_for(x) || w.dim() != 2 || autograd_needs(x, w, bias)) return 0;
+  return rows;
 }
 
 at::Tensor linear(const at::Tensor& x, const at::Tensor& w, const at::Tensor& bias) {
