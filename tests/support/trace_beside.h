@@ -23,10 +23,12 @@ struct TraceBeside {
 
 // Greedy requests for `prompts` (max_tokens each), then one running the
 // graph file text `graph` on the prompt {9, 8, 7, 6} (traced_max_tokens),
-// run to completion; every request must end without an error.
+// run to completion; every request must end without an error. With
+// `join_midway` the traced request comes first and the others arrive one
+// per step after its prefill, so that it decodes beside their prefills.
 TraceBeside run_trace_beside(runner::Engine& engine, const runner::ModelRunner& runner,
                              const std::vector<std::vector<int32_t>>& prompts, int64_t max_tokens,
-                             const std::string& graph, int64_t traced_max_tokens);
+                             const std::string& graph, int64_t traced_max_tokens, bool join_midway = false);
 
 // A graph file that saves `key` at every step, as the list "h".
 std::string save_every_step(const std::string& key);

@@ -35,6 +35,17 @@ UseCudaKernels::UseCudaKernels(bool on) : before_(g_switch.set(on)) {}
 
 UseCudaKernels::~UseCudaKernels() { g_switch.restore(before_); }
 
+namespace cuda {
+
+bool mixes_decodes_and_prefills(const batching::BatchMeta& meta) {
+  if (static_cast<int64_t>(meta.query_start_host.size()) != meta.num_seqs + 1) return false;
+  bool one = false, more = false;
+  for (int64_t s = 0; s < meta.num_seqs; ++s) (meta.query_len(s) == 1 ? one : more) = true;
+  return one && more;
+}
+
+}  // namespace cuda
+
 #if NNSIGHT_HAVE_CUDA_KERNELS
 namespace cuda {
 namespace {
@@ -113,9 +124,12 @@ void rotary_qk_(at::Tensor& q, at::Tensor& k, const at::Tensor& positions, const
         "rotary_qk_");
 }
 
-bool decode_attention_applies(const at::Tensor& q, const KVCache& cache, const batching::BatchMeta& meta) {
-  return cuda_kernels_for(q) && meta.max_query_len == 1 && meta.num_tokens == meta.num_seqs && q.dim() == 3 &&
-         q.size(0) == meta.num_seqs && meta.num_seqs <= 65535 && q.size(2) <= kDecodeAttentionMaxHeadDim &&
+namespace {
+
+// The decode kernel's layout: q and the cache in one dtype, head_dim <= 256,
+// int32 tables and lengths on q's device.
+bool decode_kernel_takes(const at::Tensor& q, const KVCache& cache, const batching::BatchMeta& meta) {
+  return cuda_kernels_for(q) && q.dim() == 3 && q.size(2) <= kDecodeAttentionMaxHeadDim &&
          q.size(2) == cache.head_dim() && cache.num_kv_heads() > 0 && q.size(1) % cache.num_kv_heads() == 0 &&
          cache.value.sizes() == cache.key.sizes() && cache.key.scalar_type() == q.scalar_type() &&
          cache.value.scalar_type() == q.scalar_type() && cache.key.is_contiguous() && cache.value.is_contiguous() &&
@@ -123,12 +137,11 @@ bool decode_attention_applies(const at::Tensor& q, const KVCache& cache, const b
          meta.block_tables.device() == q.device() && meta.context_lens.device() == q.device();
 }
 
-at::Tensor paged_decode_attention(const at::Tensor& q, const KVCache& cache, const batching::BatchMeta& meta,
-                                  double scale, const AttentionOptions& options) {
-  TORCH_CHECK(decode_attention_applies(q, cache, meta), "cuda::paged_decode_attention: not a decode step it takes");
-  const c10::cuda::CUDAGuard guard(q.device());
-  at::Tensor qc = q.contiguous();
-  at::Tensor out = at::empty_like(qc);
+// Launches the decode kernel on the step's sequences: a decode step
+// (query_start null) or, with meta.query_start, a mixed step's one-row ones.
+void launch_decode(const at::Tensor& qc, const KVCache& cache, const batching::BatchMeta& meta, double scale,
+                   const AttentionOptions& options, at::Tensor& out, const int32_t* query_start) {
+  const c10::cuda::CUDAGuard guard(qc.device());
   at::Tensor tables = meta.block_tables.contiguous();
   at::Tensor lens = meta.context_lens.contiguous();
   DecodeAttentionArgs args;
@@ -139,7 +152,7 @@ at::Tensor paged_decode_attention(const at::Tensor& q, const KVCache& cache, con
   args.block_tables = tables.data_ptr<int32_t>();
   args.context_lens = lens.data_ptr<int32_t>();
   args.out = out.data_ptr();
-  args.seqs = qc.size(0);
+  args.seqs = meta.num_seqs;
   args.heads = qc.size(1);
   args.kv_heads = cache.num_kv_heads();
   args.head_dim = qc.size(2);
@@ -148,8 +161,38 @@ at::Tensor paged_decode_attention(const at::Tensor& q, const KVCache& cache, con
   args.scale = static_cast<float>(scale);
   args.window = options.sliding_window;
   args.softcap = static_cast<float>(options.logit_softcap);
+  args.query_start = query_start;
   check(launch_paged_decode_attention(args, stream_of(qc)), "paged_decode_attention");
+}
+
+}  // namespace
+
+bool decode_attention_applies(const at::Tensor& q, const KVCache& cache, const batching::BatchMeta& meta) {
+  return decode_kernel_takes(q, cache, meta) && meta.max_query_len == 1 && meta.num_tokens == meta.num_seqs &&
+         q.size(0) == meta.num_seqs && meta.num_seqs <= 65535;
+}
+
+at::Tensor paged_decode_attention(const at::Tensor& q, const KVCache& cache, const batching::BatchMeta& meta,
+                                  double scale, const AttentionOptions& options) {
+  TORCH_CHECK(decode_attention_applies(q, cache, meta), "cuda::paged_decode_attention: not a decode step it takes");
+  at::Tensor qc = q.contiguous();
+  at::Tensor out = at::empty_like(qc);
+  launch_decode(qc, cache, meta, scale, options, out, nullptr);
   return out;
+}
+
+bool redo_one_row_sequences(const at::Tensor& q, const KVCache& cache, const batching::BatchMeta& meta, double scale,
+                            const AttentionOptions& options, at::Tensor& out) {
+  if (!decode_kernel_takes(q, cache, meta) || q.size(0) != meta.num_tokens || !out.sizes().equals(q.sizes()) ||
+      out.scalar_type() != q.scalar_type() || !out.is_contiguous() || out.device() != q.device())
+    return false;
+  if (meta.num_seqs > 65535 || !mixes_decodes_and_prefills(meta)) return false;
+  if (meta.query_start.scalar_type() != at::kInt || meta.query_start.device() != q.device() ||
+      meta.query_start.numel() != meta.num_seqs + 1)
+    return false;
+  const at::Tensor starts = meta.query_start.contiguous();  // [seqs + 1], on the device: no upload
+  launch_decode(q.contiguous(), cache, meta, scale, options, out, starts.data_ptr<int32_t>());
+  return true;
 }
 
 }  // namespace cuda
@@ -169,6 +212,10 @@ void rotary_qk_(at::Tensor&, at::Tensor&, const at::Tensor&, const at::Tensor&, 
   not_built();
 }
 bool decode_attention_applies(const at::Tensor&, const KVCache&, const batching::BatchMeta&) { return false; }
+bool redo_one_row_sequences(const at::Tensor&, const KVCache&, const batching::BatchMeta&, double,
+                            const AttentionOptions&, at::Tensor&) {
+  return false;
+}
 at::Tensor paged_decode_attention(const at::Tensor&, const KVCache&, const batching::BatchMeta&, double,
                                   const AttentionOptions&) {
   not_built();

@@ -59,5 +59,18 @@ bool decode_attention_applies(const at::Tensor& q, const KVCache& cache, const b
 at::Tensor paged_decode_attention(const at::Tensor& q, const KVCache& cache, const batching::BatchMeta& meta,
                                   double scale, const AttentionOptions& options);
 
+// Whether some sequences of the step have one query row (decodes) and
+// some more (prefills), from the host copies. Built in every build.
+bool mixes_decodes_and_prefills(const batching::BatchMeta& meta);
+// Batch invariance across kinds of step: a decoding sequence's row comes
+// from the decode kernel in a decode step, so in a step mixing it with
+// prefills (which flash or the padded path attend, with other arithmetic) its
+// row of `out` is rewritten by the same kernel, reading the step's
+// query_start on the device (no upload). Applies where the kernel would take
+// the row (q and the cache in one dtype, head_dim <= 256); returns whether
+// it rewrote any row. q, out: [num_tokens, heads, head_dim] contiguous.
+bool redo_one_row_sequences(const at::Tensor& q, const KVCache& cache, const batching::BatchMeta& meta, double scale,
+                            const AttentionOptions& options, at::Tensor& out);
+
 }  // namespace cuda
 }  // namespace nnsight::kernels

@@ -455,8 +455,16 @@ at::Tensor paged_attention(const at::Tensor& q, const KVCache& cache, const batc
   if (!cpu_kernels_for(q)) {
     if (cuda::decode_attention_applies(q, cache, meta))
       return cuda::paged_decode_attention(q, cache, meta, scale, options);
-    if (flash_attention_applies(q, cache, meta, options)) return paged_attention_flash(q, cache, meta, scale, options);
-    return paged_attention_batched(q, cache, meta, scale, options);
+    at::Tensor out = flash_attention_applies(q, cache, meta, options)
+                         ? paged_attention_flash(q, cache, meta, scale, options)
+                         : paged_attention_batched(q, cache, meta, scale, options);
+    // A decoding sequence beside prefills: its row from the decode kernel,
+    // as in a decode step, whatever its companions (batch invariance).
+    if (cuda_kernels_for(q)) {
+      out = out.contiguous();
+      cuda::redo_one_row_sequences(q, cache, meta, scale, options, out);
+    }
+    return out;
   }
   // Without the conversions' dispatch when there is nothing to convert (every decode step).
   const bool same = q.scalar_type() == cache.key.scalar_type();

@@ -4,7 +4,8 @@
 // output), rotary on q and k (bitwise the ATen path's rounding), and decode
 // attention over the paged cache (GQA, sliding window, softcap, head
 // dimensions that are not multiples of 32, blocks out of order), which must
-// also give a sequence's row bitwise the same alone or batched. They need a
+// also give a sequence's row bitwise the same alone or batched, and in a
+// decode step or beside prefills. They need a
 // GPU and a build with the kernels: elsewhere each test skips and says why;
 // one test checks what a build without them does.
 #include "core/kernels/cuda_kernels.h"
@@ -219,6 +220,88 @@ TEST(CudaKernels, DecodeAttentionPropagatesAnOverflowedKeyAsNaN) {
   EXPECT_LE(testing::relative_error(fused[1], generic[1]), tolerance(at::kHalf));
   KVCache wider = KVCache::allocate(4, kBlock, 2, 80, opts);
   EXPECT_FALSE(kernels::cuda::decode_attention_applies(q, wider, meta));
+}
+
+// Which steps have decodes beside prefills, from the host copies (on the CPU).
+TEST(CudaKernels, MixedStepsAreDecodesBesidePrefills) {
+  const auto meta_of = [](const std::vector<std::pair<int64_t, int64_t>>& shapes) {
+    std::vector<batching::SeqSlot> slots;
+    int32_t block = 0;
+    for (const auto& [cached, fresh] : shapes) {
+      std::vector<int32_t> table;
+      for (int64_t b = 0; b < (cached + fresh + 15) / 16; ++b) table.push_back(block++);
+      slots.push_back(testing::seq_slot(cached, fresh, table));
+    }
+    return batching::flatten_slots(slots, 16).meta;
+  };
+  EXPECT_TRUE(kernels::cuda::mixes_decodes_and_prefills(meta_of({{0, 9}, {13, 1}, {6, 5}})));
+  EXPECT_TRUE(kernels::cuda::mixes_decodes_and_prefills(meta_of({{30, 1}, {0, 2}})));
+  EXPECT_FALSE(kernels::cuda::mixes_decodes_and_prefills(meta_of({{4, 1}, {30, 1}}))) << "a decode step";
+  EXPECT_FALSE(kernels::cuda::mixes_decodes_and_prefills(meta_of({{0, 4}, {8, 3}}))) << "prefills only";
+  EXPECT_FALSE(kernels::cuda::mixes_decodes_and_prefills(meta_of({{0, 1}}))) << "one sequence";
+}
+
+// A decoding sequence beside prefills (the flash path in bf16, the padded
+// path in float32, both with other arithmetic than the decode kernel): its
+// row is bitwise the row the decode kernel gives it in a decode step, so its
+// tokens do not depend on whether a companion was prefilling. The prefill
+// rows are the flash / padded path's, untouched.
+TEST(CudaKernels, ADecodeBesidePrefillsIsBitwiseTheDecodeSteps) {
+  SKIP_WITHOUT_KERNELS();
+  at::manual_seed(8);
+  constexpr int64_t kBlock = 16;
+  // (cached, new): decodes after 13, 0, 299 and 40 cached keys beside prefills.
+  const std::vector<std::pair<int64_t, int64_t>> shapes = {{0, 9},   {13, 1},  {6, 20}, {0, 1},
+                                                           {299, 1}, {21, 12}, {40, 1}};
+  std::vector<batching::SeqSlot> slots;
+  int64_t next_block = 0;
+  for (const auto& [cached, fresh] : shapes) {
+    const int64_t blocks = (cached + fresh + kBlock - 1) / kBlock;
+    slots.push_back(testing::seq_slot(cached, fresh, shuffled_blocks(blocks, next_block)));
+    next_block += blocks;
+  }
+  const auto meta = batching::flatten_slots(slots, kBlock).meta.to(at::Device(at::kCUDA));
+  for (at::ScalarType type : {at::kBFloat16, at::kFloat}) {
+    for (const auto& [heads, kv_heads] : {std::pair<int64_t, int64_t>{8, 2}, {4, 4}}) {
+      const int64_t d = 128;
+      const auto opts = at::TensorOptions().dtype(type).device(at::kCUDA);
+      KVCache cache = KVCache::allocate(next_block, kBlock, kv_heads, d, opts);
+      cache.key.normal_();
+      cache.value.normal_();
+      const at::Tensor q = at::randn({meta.num_tokens, heads, d}, opts);
+      for (kernels::AttentionOptions o : {kernels::AttentionOptions{}, kernels::AttentionOptions{20, 0.0}}) {
+        const double scale = 1.0 / std::sqrt(static_cast<double>(d));
+        const std::string where = std::string(c10::toString(type)) + " heads " + std::to_string(heads) + "/" +
+                                  std::to_string(kv_heads) + " window " + std::to_string(o.sliding_window);
+        const at::Tensor mixed = kernels::paged_attention(q, cache, meta, scale, o);
+        const at::Tensor generic = kernels::paged_attention_generic(q, cache, meta, scale, o);
+        EXPECT_LE(testing::relative_error(mixed, generic), tolerance(type)) << where;
+        // Each decode in a decode step of its own, and all of them in one.
+        std::vector<batching::SeqSlot> decodes;
+        for (size_t s = 0; s < shapes.size(); ++s)
+          if (shapes[s].second == 1) decodes.push_back(slots[s]);
+        const auto decode_meta = batching::flatten_slots(decodes, kBlock).meta.to(at::Device(at::kCUDA));
+        std::vector<int64_t> rows;  // the decodes' rows in the mixed step
+        for (size_t s = 0, row = 0; s < shapes.size(); row += static_cast<size_t>(shapes[s].second), ++s)
+          if (shapes[s].second == 1) rows.push_back(static_cast<int64_t>(row));
+        ASSERT_EQ(rows, (std::vector<int64_t>{9, 30, 31, 44}));
+        const at::Tensor decode_q = q.index_select(0, at::tensor(rows, at::kLong).to(at::kCUDA));
+        ASSERT_TRUE(kernels::cuda::decode_attention_applies(decode_q, cache, decode_meta));
+        const at::Tensor decode_step = kernels::paged_attention(decode_q, cache, decode_meta, scale, o);
+        for (size_t i = 0; i < rows.size(); ++i)
+          EXPECT_TRUE(at::equal(mixed[rows[i]], decode_step[static_cast<int64_t>(i)]))
+              << where << ": the decode at row " << rows[i] << " differs from its decode step's";
+        // With the kernels off the same step is the flash / padded path's, whose
+        // prefill rows the kernels leave as they are.
+        kernels::UseCudaKernels off(false);
+        const at::Tensor plain = kernels::paged_attention(q, cache, meta, scale, o);
+        for (int64_t r = 0; r < meta.num_tokens; ++r) {
+          if (std::find(rows.begin(), rows.end(), r) != rows.end()) continue;
+          EXPECT_TRUE(at::equal(mixed[r], plain[r])) << where << ": prefill row " << r;
+        }
+      }
+    }
+  }
 }
 
 }  // namespace

@@ -1,13 +1,18 @@
 // The engine on a tiny random model: batch invariance under batching,
-// chunked prefill, preemption and prefix caching; seeded sampling; stopping.
+// arrivals while others decode, chunked prefill, preemption and prefix
+// caching; seeded sampling; stopping.
 #include <gtest/gtest.h>
 
+#include <ATen/ATen.h>
+
+#include <map>
 #include <random>
 #include <set>
 
 #include <nnsight/error.hpp>
 
 #include "support/tiny_engine.h"
+#include "support/trace_beside.h"
 
 namespace nnsight {
 namespace {
@@ -108,6 +113,49 @@ TEST_F(BatchInvariance, PrefixCachingWithSharedPrefix) {
   EXPECT_EQ(generate(*engine, prompts_, greedy(12)), solo_);
   EXPECT_GT(engine->scheduler().blocks().num_cached_blocks(), 0);
   EXPECT_EQ(generate(*engine, prompts_, greedy(12)), solo_);
+}
+
+// Requests arriving one per step: every step after the first mixes the
+// earlier requests' decodes with a new prompt's prefill, as a server's steps
+// do. Each request's tokens are still its solo run's.
+TEST_F(BatchInvariance, ArrivalsWhileOthersDecode) {
+  auto engine = tiny_engine(EngineArgs().enable_prefix_caching(false).kv_cache_memory_mb(16), tiny_llama());
+  std::vector<uint64_t> ids;
+  std::map<uint64_t, RequestOutput> done;
+  int64_t mixed_steps = 0;
+  for (const auto& p : prompts_) {
+    runner::RequestInput in;
+    in.prompt_token_ids = p;
+    in.params = greedy(12);
+    ids.push_back(engine->add_request(in));
+    if (ids.size() > 1) ++mixed_steps;  // the earlier ones decode (12 tokens each) beside this prefill
+    for (auto& o : engine->step())
+      if (o.finished) done[o.request_id] = o;
+  }
+  for (auto& [id, o] : run_to_completion(*engine)) done[id] = o;
+  ASSERT_EQ(mixed_steps, 15);
+  std::vector<std::vector<int32_t>> out;
+  for (auto id : ids) out.push_back(done.at(id).token_ids);
+  EXPECT_EQ(out, solo_);
+}
+
+// The same for a trace's saves: a request saving layer 1's output at every
+// step saves the same bits alone and while 11 others arrive one per step.
+TEST(BatchInvarianceTraced, SavesDoNotDependOnCompanionsArrivingWhileItDecodes) {
+  const auto run = [](int64_t companions) {
+    auto [engine, runner] = testing::tiny_engine_with_runner(EngineArgs().kv_cache_memory_mb(16), tiny_llama());
+    std::vector<std::vector<int32_t>> prompts(static_cast<size_t>(companions));
+    for (int64_t s = 0; s < companions; ++s)
+      for (int64_t t = 0; t < 4 + 3 * s; ++t) prompts[s].push_back(static_cast<int32_t>(3 + (s * 11 + t * 5) % 90));
+    return testing::run_trace_beside(*engine, *runner, prompts, 10, testing::save_every_step("model.layers.1.output"),
+                                     8, /*join_midway=*/true);
+  };
+  const testing::TraceBeside alone = run(0), midway = run(11);
+  EXPECT_EQ(alone.tokens.back(), midway.tokens.back());
+  ASSERT_TRUE(alone.saved.defined() && midway.saved.defined());
+  EXPECT_EQ(midway.saved.size(0), 4 + 7) << "the prompt's 4 rows, then one per decode step";
+  EXPECT_TRUE(at::equal(alone.saved, midway.saved));
+  EXPECT_EQ(midway.tokens.size(), 12u);
 }
 
 TEST(Sampling, SeededSamplingIgnoresBatchCompanions) {

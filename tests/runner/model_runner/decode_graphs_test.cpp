@@ -381,8 +381,9 @@ TEST(CudaGraphs, DecodeStepsReplayGraphsAndGenerateWhatEagerStepsGenerate) {
 
 // `companions` untraced requests (4 by default) beside a trace that saves
 // layer 1's output at every step, on a tiny random bf16 Llama on the GPU,
-// with graphs on or off.
-testing::TraceBeside trace_on_gpu(bool graphs, int64_t companions = 4) {
+// with graphs on or off; with `midway` they arrive one per step after the
+// trace's prefill (run_trace_beside's join_midway).
+testing::TraceBeside trace_on_gpu(bool graphs, int64_t companions = 4, bool midway = false) {
   ModelConfig cfg = testing::tiny_llama_config(false);
   cfg.max_position = 256;
   auto model = create_causal_lm(cfg, tp::ParallelContext{}, at::TensorOptions().dtype(at::kBFloat16).device(at::kCUDA));
@@ -393,7 +394,8 @@ testing::TraceBeside trace_on_gpu(bool graphs, int64_t companions = 4) {
   std::vector<std::vector<int32_t>> prompts(static_cast<size_t>(companions));
   for (int64_t s = 0; s < companions; ++s)
     for (int64_t t = 0; t < 4 + 3 * s; ++t) prompts[s].push_back(static_cast<int32_t>(3 + (s * 11 + t * 5) % 90));
-  return testing::run_trace_beside(*engine, *runner, prompts, 10, testing::save_every_step("model.layers.1.output"), 8);
+  return testing::run_trace_beside(*engine, *runner, prompts, 10, testing::save_every_step("model.layers.1.output"), 8,
+                                   midway);
 }
 
 // A trace that only saves replays graphs too (its hooks deferred to after
@@ -411,34 +413,50 @@ TEST(CudaGraphs, TracesThatOnlySaveReplayGraphsAndSaveWhatEagerStepsSave) {
   EXPECT_TRUE(at::allclose(graphs.saved, eager.saved, 2e-2, 2e-2)) << (graphs.saved - eager.saved).abs().max();
 }
 
-// Batch invariance on the GPU: the traced request's tokens alone and beside
-// 11 companions (other prefill and decode row counts, another bucket) are
-// the same, with graphs and eager. Its saves agree within bf16 rounding;
-// whether they agree bitwise with cuBLAS's own choice of kernels (by row
-// count: not known to be invariant) is printed for the record. With fixed
-// rows (NNSIGHT_FIXED_ROWS; core/kernels/fixed_rows_linear.h) every GEMM has
-// one shape, and the saves must agree bitwise: the engines are made inside
-// the scope, so their graphs are captured with those GEMMs.
-TEST(CudaGraphs, ARequestsTokensDoNotDependOnItsCompanions) {
-  if (auto why = testing::why_no_cuda_kernels(); !why.empty()) GTEST_SKIP() << "CUDA graph test skipped: " << why;
+// The traced request alone against beside 11 companions (all there from
+// the start, or with `midway` arriving one per step while it decodes), with
+// fixed rows off and 128, graphs on and off: its tokens agree and its saves
+// agree within bf16 rounding, bitwise with fixed rows. Whether they agree
+// bitwise with cuBLAS's own choice of kernels (by row count: not known to
+// be invariant) is printed for the record.
+void expect_alone_equals_beside(bool midway) {
   for (int64_t fixed : {int64_t{0}, int64_t{128}}) {
     kernels::UseFixedRows rows(fixed);
     for (bool graphs : {true, false}) {
       const std::string what = std::string(graphs ? "CUDA graphs" : "eager") +
-                               (fixed > 0 ? ", fixed rows " + std::to_string(fixed) : ", cuBLAS's choice");
-      const testing::TraceBeside alone = trace_on_gpu(graphs, 0), batched = trace_on_gpu(graphs, 11);
-      EXPECT_EQ(alone.tokens.back(), batched.tokens.back()) << what;
-      ASSERT_TRUE(alone.saved.defined() && batched.saved.defined());
-      ASSERT_EQ(alone.saved.sizes(), batched.saved.sizes());
-      EXPECT_TRUE(at::allclose(alone.saved, batched.saved, 2e-2, 2e-2)) << what;
-      const bool bitwise = at::equal(alone.saved, batched.saved);
+                               (fixed > 0 ? ", fixed rows " + std::to_string(fixed) : ", cuBLAS's choice") +
+                               (midway ? ", companions arriving while it decodes" : ", 11 companions");
+      const testing::TraceBeside alone = trace_on_gpu(graphs, 0), beside = trace_on_gpu(graphs, 11, midway);
+      EXPECT_EQ(alone.tokens.back(), beside.tokens.back()) << what;
+      ASSERT_TRUE(alone.saved.defined() && beside.saved.defined());
+      ASSERT_EQ(alone.saved.sizes(), beside.saved.sizes());
+      EXPECT_TRUE(at::allclose(alone.saved, beside.saved, 2e-2, 2e-2)) << what;
+      const bool bitwise = at::equal(alone.saved, beside.saved);
       if (fixed > 0) {
         EXPECT_TRUE(bitwise) << what;
       }
-      std::printf("batch invariance (%s): saves alone vs beside 11 requests: %s (max difference %g)\n", what.c_str(),
-                  bitwise ? "bitwise equal" : "differ", (alone.saved - batched.saved).abs().max().item<double>());
+      std::printf("batch invariance (%s): saves alone vs beside: %s (max difference %g)\n", what.c_str(),
+                  bitwise ? "bitwise equal" : "differ", (alone.saved - beside.saved).abs().max().item<double>());
     }
   }
+}
+
+// Batch invariance on the GPU: beside other prefill and decode row counts
+// and another bucket. With fixed rows (NNSIGHT_FIXED_ROWS;
+// core/kernels/fixed_rows_linear.h) every GEMM has one shape; the engines
+// are made inside the scope, so their graphs are captured with those GEMMs.
+TEST(CudaGraphs, ARequestsTokensDoNotDependOnItsCompanions) {
+  if (auto why = testing::why_no_cuda_kernels(); !why.empty()) GTEST_SKIP() << "CUDA graph test skipped: " << why;
+  expect_alone_equals_beside(false);
+}
+
+// Across kinds of step: alone, the traced request decodes in decode steps
+// (graphs or the decode kernel); with companions arriving, every one of its
+// decode steps also holds a prefill (flash for the prefills, the decode
+// kernel for its row: cuda::redo_one_row_sequences).
+TEST(CudaGraphs, ARequestsTokensDoNotDependOnCompanionsArrivingWhileItDecodes) {
+  if (auto why = testing::why_no_cuda_kernels(); !why.empty()) GTEST_SKIP() << "CUDA graph test skipped: " << why;
+  expect_alone_equals_beside(true);
 }
 
 std::vector<int32_t> ints(const at::Tensor& t) {

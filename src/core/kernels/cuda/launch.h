@@ -41,7 +41,10 @@ const char* launch_rotary_qk(DType dtype, void* q, void* k, const int64_t* posit
 // of threads per (head, sequence); keys are split over the block's warps in a
 // fixed order, so a row's result does not depend on its batch companions.
 // Reads only device memory (no host value of the step), so a CUDA graph can
-// replay it for any context lengths.
+// replay it for any context lengths. With query_start set it takes a step
+// that also holds prefills: each sequence with exactly one query row is
+// attended at that row of the flat batch with the same arithmetic (so a
+// decoding row is the same in either kind of step); the others are skipped.
 //   q, out: [seqs, heads, head_dim] contiguous; k_cache, v_cache:
 //   [blocks, block_size, kv_heads, head_dim]; block_tables int32 [seqs,
 //   max_blocks]; context_lens int32 [seqs]. head_dim <= 256.
@@ -58,6 +61,11 @@ struct DecodeAttentionArgs {
   float scale = 1.0f;
   int64_t window = 0;    // 0 = every key
   float softcap = 0.0f;  // 0 = off
+  // nullptr (a decode step): sequence s is query row s. Else int32
+  // [seqs + 1] (BatchMeta::query_start): sequence s owns rows
+  // [query_start[s], query_start[s+1]) of q and out ([tokens, heads,
+  // head_dim]) and is attended only if that is one row.
+  const int32_t* query_start = nullptr;
 };
 constexpr int64_t kDecodeAttentionMaxHeadDim = 256;
 const char* launch_paged_decode_attention(const DecodeAttentionArgs& args, void* stream);

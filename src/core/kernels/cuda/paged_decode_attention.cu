@@ -18,13 +18,18 @@ template <typename T>
 __global__ void __launch_bounds__(kWarps * 32) paged_decode_attention_kernel(DecodeAttentionArgs a) {
   using E = Element<T>;
   const int64_t h = blockIdx.x, s = blockIdx.y;
+  int64_t row = s;  // the sequence's query row
+  if (a.query_start != nullptr) {
+    row = a.query_start[s];
+    if (a.query_start[s + 1] - row != 1) return;  // a prefill: not this kernel's (the whole block alike)
+  }
   const int warp = threadIdx.x / 32, lane = threadIdx.x & 31;
   const int64_t d_len = a.head_dim;
   const int64_t kvh = h / (a.heads / a.kv_heads);
   const int64_t ctx = a.context_lens[s];
   const int64_t first = a.window > 0 && ctx > a.window ? ctx - a.window : 0;
   const int32_t* table = a.block_tables + s * a.max_blocks;
-  const T* q = static_cast<const T*>(a.q) + (s * a.heads + h) * d_len;
+  const T* q = static_cast<const T*>(a.q) + (row * a.heads + h) * d_len;
   const T* k_cache = static_cast<const T*>(a.k_cache);
   const T* v_cache = static_cast<const T*>(a.v_cache);
 
@@ -85,7 +90,7 @@ __global__ void __launch_bounds__(kWarps * 32) paged_decode_attention_kernel(Dec
 #pragma unroll
   for (int w = 0; w < kWarps; ++w)
     if (first + w < ctx) total += s_l[w] * expf(s_m[w] - big);
-  T* out = static_cast<T*>(a.out) + (s * a.heads + h) * d_len;
+  T* out = static_cast<T*>(a.out) + (row * a.heads + h) * d_len;
   for (int64_t d = threadIdx.x; d < d_len; d += kWarps * 32) {
     float o = 0.f;
 #pragma unroll
