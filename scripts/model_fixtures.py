@@ -218,9 +218,28 @@ def arch_specs_v5():
                                        norm_topk_prob=False, sliding_window=None, use_sliding_window=False,
                                        rms_norm_eps=1e-6),
                       C.Qwen3MoeForCausalLM, "model.layers.1.mlp.experts.1"),
+        # Gemma 3 4B and larger are multimodal checkpoints (Gemma3ForConditionalGeneration):
+        # a tiny SigLIP tower beside the text model, whose text part the engine serves.
+        # The image tokens lie outside the ids the fixture draws (3 .. IMAGE_TOKENS[0] - 1).
+        "gemma3": (C.Gemma3Config(
+            text_config=C.Gemma3TextConfig(**{**common, "tie_word_embeddings": True}, head_dim=16,
+                                           hidden_activation="gelu_pytorch_tanh", query_pre_attn_scalar=24,
+                                           sliding_window=WINDOW,
+                                           layer_types=["sliding_attention", "full_attention"],
+                                           rope_parameters={
+                                               "full_attention": {"rope_type": "linear", "factor": 2.0,
+                                                                  "rope_theta": 100000.0},
+                                               "sliding_attention": {"rope_type": "default",
+                                                                     "rope_theta": 10000.0}}).to_dict(),
+            vision_config=C.SiglipVisionConfig(hidden_size=16, intermediate_size=32, num_hidden_layers=1,
+                                               num_attention_heads=2, image_size=28, patch_size=14).to_dict(),
+            mm_tokens_per_image=4, image_token_index=IMAGE_TOKENS[0], boi_token_index=IMAGE_TOKENS[1],
+            eoi_token_index=IMAGE_TOKENS[2], tie_word_embeddings=True),
+            C.Gemma3ForConditionalGeneration, "model.language_model.layers.0.mlp"),
     }
 
 
+IMAGE_TOKENS = (VOCAB - 3, VOCAB - 2, VOCAB - 1)  # gemma3: image, begin-of-image, end-of-image
 V5 = int(transformers.__version__.split(".")[0]) >= 5
 # transformers 5.x: a sparse layer's router and experts sit under `mlp` for
 # Mixtral too (the router at mlp.gate returns (logits, weights, indices)); the
@@ -247,7 +266,7 @@ def make_tokenizer(path):
 def randomize(model, seed):
     g = torch.Generator().manual_seed(seed)
     gemma = isinstance(model, (transformers.GemmaForCausalLM, transformers.Gemma2ForCausalLM,
-                               transformers.Gemma3ForCausalLM))
+                               transformers.Gemma3ForCausalLM, transformers.Gemma3ForConditionalGeneration))
     with torch.no_grad():
         for name, p in model.named_parameters():
             r = torch.randn(p.shape, generator=g)
@@ -265,12 +284,19 @@ def randomize(model, seed):
             p.copy_(p.to(torch.bfloat16).float())  # exactly representable in the stored bf16
 
 
+def text_model_of(model):
+    """The decoder stack: model.model, or a multimodal model's model.model.language_model."""
+    if hasattr(model, "gpt_neox"):
+        return model.gpt_neox
+    return model.model.language_model if hasattr(model.model, "language_model") else model.model
+
+
 def layers_of(model):
-    return model.gpt_neox.layers if hasattr(model, "gpt_neox") else model.model.layers
+    return text_model_of(model).layers
 
 
 def final_norm_of(model):
-    return model.gpt_neox.final_layer_norm if hasattr(model, "gpt_neox") else model.model.norm
+    return model.gpt_neox.final_layer_norm if hasattr(model, "gpt_neox") else text_model_of(model).norm
 
 
 def module_at(model, path):
@@ -398,12 +424,12 @@ def make(arch, spec, out_dir, tokenizer_path, seed):
         meta["ablate_transformers"] = f"{module_path(model, experts)}.down_proj[{e}] zeroed"
     seqs = []
     for s, n in enumerate(LENGTHS):
-        ids = torch.randint(3, VOCAB, (n,), generator=g).tolist()
+        ids = torch.randint(3, IMAGE_TOKENS[0] if arch == "gemma3" else VOCAB, (n,), generator=g).tolist()
         seqs.append(ids)
         logits, outs = run(model, ids, router, expert, EXPERT_PROJ.get(arch))
         tensors[f"ids.{s}"] = torch.tensor(ids, dtype=torch.int64)
         tensors[f"logits.{s}"] = logits.float().contiguous()
-        for l in range(config.num_hidden_layers):
+        for l in range(config.get_text_config().num_hidden_layers):
             tensors[f"layer.{s}.{l}"] = outs[("layer", l)][0].float().contiguous()
         tensors[f"norm.{s}"] = outs["norm"][0].float().contiguous()
         tensors[f"greedy.{s}"] = torch.tensor(greedy(model, ids, NEW_TOKENS), dtype=torch.int64)

@@ -33,6 +33,8 @@ void ModelConfig::validate() const {
     for (const auto& a : archs) list += (list.empty() ? "" : ", ") + a;
     bad(*this, "architecture", "= '" + architecture + "' is not supported (" + list + ")");
   }
+  if (!multimodal.empty() && !(multimodal == "gemma3" && architecture == "gemma3_text"))
+    bad(*this, "multimodal", "= '" + multimodal + "' is not supported (only 'gemma3' around gemma3_text)");
   positive(*this, "vocab_size", vocab_size);
   positive(*this, "hidden_size", hidden_size);
   positive(*this, "intermediate_size", intermediate_size);

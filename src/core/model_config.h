@@ -49,6 +49,10 @@ struct ModelConfig {
   std::string hidden_act = "silu";  // llama: silu; gpt2: gelu_new
   int64_t bos_token_id = -1;
   int64_t eos_token_id = -1;
+  // The multimodal model whose text model this is ("gemma3": a
+  // Gemma3ForConditionalGeneration checkpoint, served as its language model
+  // under model.language_model, without the vision tower); "" for text models.
+  std::string multimodal;
 
   // ---- features of the newer architectures (defaults: off) ----
   // Sliding-window attention: a layer whose sliding_layers entry is true

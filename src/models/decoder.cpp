@@ -284,7 +284,13 @@ DecoderForCausalLM::DecoderForCausalLM(
     const std::function<std::shared_ptr<DecoderStack>(const ModelConfig&, const tp::ParallelContext&,
                                                       const at::TensorOptions&)>& make_stack)
     : CausalLM(spec.type_name, cfg, ctx, opts) {
-  stack = register_module(spec.stack_name, make_stack(config_, ctx_, options_));
+  if (spec.base_type.empty()) {
+    stack = register_module(spec.stack_name, make_stack(config_, ctx_, options_));
+  } else {
+    base = register_module(spec.stack_name,
+                           std::make_shared<LanguageModelBase>(spec.base_type, make_stack(config_, ctx_, options_)));
+    stack = base->language_model;
+  }
   lm_head = register_module(
       spec.head_name, std::make_shared<tp::ParallelLMHead>(config_.vocab_size, config_.hidden_size, ctx_, options_));
   if (config_.tie_word_embeddings) lm_head->tie_to(*stack->embed);
@@ -293,7 +299,17 @@ DecoderForCausalLM::DecoderForCausalLM(
 
 at::Tensor DecoderForCausalLM::forward(const at::Tensor& tokens, const batching::BatchMeta& meta,
                                        std::vector<KVCache>& kv) {
-  return stack->forward(tokens, meta, kv);
+  return base ? base->forward(tokens, meta, kv) : stack->forward(tokens, meta, kv);
+}
+
+LanguageModelBase::LanguageModelBase(std::string type_name, std::shared_ptr<DecoderStack> lm)
+    : Module(std::move(type_name)) {
+  language_model = register_module("language_model", std::move(lm));
+}
+
+at::Tensor LanguageModelBase::forward(const at::Tensor& tokens, const batching::BatchMeta& meta,
+                                      std::vector<KVCache>& kv) {
+  return invoke(tokens, [&](const at::Tensor& ids) { return language_model->forward(ids, meta, kv); });
 }
 
 at::Tensor DecoderForCausalLM::compute_logits(const at::Tensor& hidden, const at::Tensor& rows) {

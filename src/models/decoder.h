@@ -157,6 +157,19 @@ struct CausalLMSpec {
   std::string type_name;              // "Qwen3ForCausalLM"
   std::string stack_name = "model";   // "gpt_neox"
   std::string head_name = "lm_head";  // "embed_out"
+  // "Gemma3Model": a multimodal model's base module of this type sits at
+  // stack_name and holds the stack as `language_model` (its only part here).
+  std::string base_type;
+};
+
+// A multimodal model's base (Gemma3Model) with only its language model:
+// tokens [T] -> [T, hidden], the stack's output, with the base's own hooks.
+class LanguageModelBase : public Module {
+ public:
+  LanguageModelBase(std::string type_name, std::shared_ptr<DecoderStack> language_model);
+  at::Tensor forward(const at::Tensor& tokens, const batching::BatchMeta& meta, std::vector<KVCache>& kv);
+
+  std::shared_ptr<DecoderStack> language_model;
 };
 
 class DecoderForCausalLM : public CausalLM {
@@ -171,6 +184,7 @@ class DecoderForCausalLM : public CausalLM {
   int64_t local_kv_heads() const override;
 
   std::shared_ptr<DecoderStack> stack;
+  std::shared_ptr<LanguageModelBase> base;  // null unless spec.base_type is set; then it holds `stack`
   std::shared_ptr<tp::ParallelLMHead> lm_head;
 };
 

@@ -95,7 +95,13 @@ std::shared_ptr<CausalLM> make_gemma(const ModelConfig& cfg, const tp::ParallelC
     return std::make_shared<DecoderStack>(
         c, x, o, s, layer, std::make_shared<RMSNorm>(prefix + "RMSNorm", c.hidden_size, c.norm_eps, o, true));
   };
-  return std::make_shared<DecoderForCausalLM>(cfg, ctx, opts, CausalLMSpec{prefix + "ForCausalLM"}, stack);
+  CausalLMSpec spec{prefix + "ForCausalLM"};
+  if (cfg.multimodal == "gemma3") {
+    // transformers' tree for the checkpoint: model.language_model.layers.N, lm_head.
+    spec.type_name = "Gemma3ForConditionalGeneration";
+    spec.base_type = "Gemma3Model";
+  }
+  return std::make_shared<DecoderForCausalLM>(cfg, ctx, opts, spec, stack);
 }
 
 }  // namespace nnsight

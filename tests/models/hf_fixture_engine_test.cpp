@@ -75,7 +75,13 @@ TEST_P(HfFixtureEngine, TraceAblationAtHuggingFacePath) {
 
 const std::vector<std::string> kArchs = {"mistral", "qwen3", "gemma",       "gemma2",  "gpt_neox",
                                          "olmo2",   "phi3",  "gemma3_text", "mixtral", "qwen3_moe"};
-INSTANTIATE_TEST_SUITE_P(Models, HfFixtureEngine, ::testing::ValuesIn(testing::hf_fixtures(kArchs, kArchs)),
+// transformers 5.x also wrote a multimodal Gemma 3 (its text model served).
+std::vector<std::string> v5_archs() {
+  std::vector<std::string> a = kArchs;
+  a.push_back("gemma3");
+  return a;
+}
+INSTANTIATE_TEST_SUITE_P(Models, HfFixtureEngine, ::testing::ValuesIn(testing::hf_fixtures(kArchs, v5_archs())),
                          testing::hf_fixture_name);
 
 // Mixture of experts: an expert sees the tokens routed to it, as in

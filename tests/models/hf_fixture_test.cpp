@@ -139,11 +139,14 @@ class PagedRun {
   std::vector<int32_t> free_;
 };
 
-std::string layer_path(const ModelConfig& cfg, int64_t l) {
-  return (cfg.architecture == "gpt_neox" ? "gpt_neox.layers." : "model.layers.") + std::to_string(l);
+// The decoder stack as transformers names it: model, gpt_neox, or a
+// multimodal model's model.language_model.
+std::string stack_path(const ModelConfig& cfg) {
+  return cfg.architecture == "gpt_neox" ? "gpt_neox" : cfg.multimodal.empty() ? "model" : "model.language_model";
 }
+std::string layer_path(const ModelConfig& cfg, int64_t l) { return stack_path(cfg) + ".layers." + std::to_string(l); }
 std::string norm_path(const ModelConfig& cfg) {
-  return cfg.architecture == "gpt_neox" ? "gpt_neox.final_layer_norm" : "model.norm";
+  return cfg.architecture == "gpt_neox" ? "gpt_neox.final_layer_norm" : stack_path(cfg) + ".norm";
 }
 
 std::shared_ptr<CausalLM> load(const HfFixtureCase& f, const tp::ParallelContext& ctx = {}) {
@@ -346,8 +349,32 @@ INSTANTIATE_TEST_SUITE_P(Models, HfFixture,
                              {"mistral", "qwen3", "gemma", "gemma2", "gpt_neox", "olmo2", "phi3", "gemma3_text",
                               "mixtral", "qwen3_moe", "gemma2_gguf", "gemma3_gguf", "qwen3_moe_gguf"},
                              {"mistral", "qwen3", "gemma", "gemma2", "gpt_neox", "olmo2", "phi3", "gemma3_text",
-                              "mixtral", "qwen3_moe"})),
+                              "mixtral", "qwen3_moe", "gemma3"})),
                          testing::hf_fixture_name);
+
+// A multimodal Gemma 3 checkpoint (Gemma3ForConditionalGeneration) is
+// served as transformers builds it, without the image side: the module
+// types and paths an NNsight user sees in transformers 5.x, and no vision
+// tower or projector to hook.
+TEST(HfFixtureGemma3Multimodal, ModuleTreeIsTransformersLanguageModel) {
+  auto model = load(HfFixtureCase{5, "gemma3"});
+  EXPECT_EQ(model->type_name(), "Gemma3ForConditionalGeneration");
+  const std::vector<std::pair<std::string, std::string>> want = {
+      {"model", "Gemma3Model"},
+      {"model.language_model", "Gemma3TextModel"},
+      {"model.language_model.embed_tokens", "Gemma3TextScaledWordEmbedding"},
+      {"model.language_model.layers.1", "Gemma3DecoderLayer"},
+      {"model.language_model.layers.1.self_attn.q_norm", "Gemma3RMSNorm"},
+      {"model.language_model.norm", "Gemma3RMSNorm"}};
+  for (const auto& [path, type] : want) {
+    Module* m = find_module(*model, path);
+    ASSERT_NE(m, nullptr) << path;
+    EXPECT_EQ(m->type_name(), type) << path;
+  }
+  for (const char* absent :
+       {"model.layers.0", "model.vision_tower", "model.multi_modal_projector", "language_model.model.layers.0"})
+    EXPECT_EQ(find_module(*model, absent), nullptr) << absent;
+}
 
 // transformers' Gemma 3 scales the embedding inside `embed_tokens`
 // (Gemma3TextScaledWordEmbedding), Gemma 1/2 after it: a hook on

@@ -29,7 +29,23 @@ bool is_file(const std::string& p) {
 
 // The Hugging Face name of a stored tensor; nullopt for buffers that are not
 // parameters (GPT-2's causal masks, old Llama rotary caches).
-std::optional<std::string> canonical_name(const std::string& arch, const std::string& stored) {
+std::optional<std::string> canonical_name(const ModelConfig& config, const std::string& stored) {
+  const std::string& arch = config.architecture;
+  if (config.multimodal == "gemma3") {
+    // Gemma3ForConditionalGeneration: saved (by 4.x and 5.x alike) as
+    // language_model.model.* / language_model.lm_head.*, served under the
+    // module tree transformers builds (model.language_model.*, lm_head.*).
+    // The vision tower and projector are not built.
+    for (const char* image :
+         {"vision_tower.", "multi_modal_projector.", "model.vision_tower.", "model.multi_modal_projector."})
+      if (absl::StartsWith(stored, image)) return std::nullopt;
+    if (absl::EndsWith(stored, "rotary_emb.inv_freq")) return std::nullopt;
+    if (absl::StartsWith(stored, "language_model.model."))
+      return "model.language_model." + stored.substr(std::string("language_model.model.").size());
+    if (absl::StartsWith(stored, "language_model.lm_head."))
+      return stored.substr(std::string("language_model.").size());
+    return stored;
+  }
   if (arch == "gpt2") {
     if (absl::EndsWith(stored, ".attn.bias") || absl::EndsWith(stored, ".attn.masked_bias")) return std::nullopt;
     if (absl::StartsWith(stored, "transformer.") || absl::StartsWith(stored, "lm_head.")) return stored;
@@ -112,6 +128,7 @@ HfCheckpoint::HfCheckpoint(const std::string& path) : describe_(path) {
   if (!has(head) && config_.tie_word_embeddings) {
     const std::string embed = config_.architecture == "gpt2"       ? "transformer.wte.weight"
                               : config_.architecture == "gpt_neox" ? "gpt_neox.embed_in.weight"
+                              : config_.multimodal == "gemma3"     ? "model.language_model.embed_tokens.weight"
                                                                    : "model.embed_tokens.weight";
     if (has(embed)) {
       entries_.emplace(head, entries_.at(embed));
@@ -130,7 +147,7 @@ const SafetensorsFile& HfCheckpoint::open_file(const std::string& file_name) {
 }
 
 void HfCheckpoint::add_tensor(const SafetensorsFile& file, const std::string& stored_name) {
-  std::optional<std::string> name = canonical_name(config_.architecture, stored_name);
+  std::optional<std::string> name = canonical_name(config_, stored_name);
   if (!name) return;
   Entry e;
   e.file = &file;

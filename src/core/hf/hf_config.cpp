@@ -107,7 +107,8 @@ const std::set<std::string>& harmless_keys() {
 }
 
 const char* kSupportedModelTypes =
-    "llama, mistral, qwen2, qwen3, qwen3_moe, gemma, gemma2, gemma3_text, gpt_neox, olmo2, phi3, mixtral, gpt2";
+    "llama, mistral, qwen2, qwen3, qwen3_moe, gemma, gemma2, gemma3_text, gemma3 (its text model), gpt_neox, olmo2, "
+    "phi3, mixtral, gpt2";
 
 // A field that transformers 5.x writes at its default value: accepted at
 // that value (or null), refused at any other.
@@ -195,6 +196,73 @@ void apply_layer_types(TrackedHfConfigFields& f, ModelConfig& c, bool per_layer,
   }
 }
 
+ModelConfig config_from_json(const json& j, const std::string& what);
+
+// Gemma3TextConfig's defaults (transformers 4.50 through 5.x) for the fields
+// a multimodal checkpoint's text_config leaves out: the hub's Gemma 3 4B/12B/
+// 27B configs give only the fields that differ from them.
+json gemma3_text_defaults() {
+  return json{{"model_type", "gemma3_text"},
+              {"vocab_size", 262208},
+              {"hidden_size", 2304},
+              {"intermediate_size", 9216},
+              {"num_hidden_layers", 26},
+              {"num_attention_heads", 8},
+              {"num_key_value_heads", 4},
+              {"head_dim", 256},
+              {"hidden_activation", "gelu_pytorch_tanh"},
+              {"max_position_embeddings", 131072},
+              {"rms_norm_eps", 1e-6},
+              {"query_pre_attn_scalar", 256},
+              {"sliding_window", 4096},
+              {"tie_word_embeddings", true},
+              {"bos_token_id", 2},
+              {"eos_token_id", 1},
+              {"pad_token_id", 0}};
+}
+
+// model_type 'gemma3' (Gemma3ForConditionalGeneration): the engine serves
+// the text model its text_config describes (over Gemma3TextConfig's
+// defaults); the vision tower and projector are not built, so prompts are
+// text (an image token's id is embedded as the token it is). The wrapper's
+// own fields must agree with the text model's where both say something.
+ModelConfig gemma3_multimodal(TrackedHfConfigFields& f, const std::string& what) {
+  const json* text = f.get("text_config");
+  if (text == nullptr || !text->is_object())
+    throw LoadError(what + ": model_type 'gemma3' needs a 'text_config' object (its language model)");
+  f.mark("text_config");
+  json t = gemma3_text_defaults();
+  const bool text_has_type = text->contains("model_type") && !(*text)["model_type"].is_null();
+  for (auto it = text->begin(); it != text->end(); ++it) t[it.key()] = it.value();
+  if (text_has_type && t["model_type"] != "gemma3_text")
+    throw LoadError(what + ": field 'text_config.model_type' = " + shown_json(t["model_type"]) +
+                    " is not supported for model_type 'gemma3' (only gemma3_text)");
+  // Token ids the hub configs give on the wrapper only ("eos_token_id": [1, 106]).
+  for (const char* key : {"bos_token_id", "eos_token_id", "pad_token_id"}) {
+    const json* outer = f.get(key);
+    if (outer != nullptr && (!text->contains(key) || (*text)[key].is_null())) t[key] = *outer;
+  }
+  if (const json* tie = f.get("tie_word_embeddings"); tie != nullptr) {
+    f.mark("tie_word_embeddings");
+    if (!tie->is_boolean()) throw f.type_error("tie_word_embeddings", *tie, "a boolean");
+    if (text->contains("tie_word_embeddings") && !(*text)["tie_word_embeddings"].is_null() &&
+        (*text)["tie_word_embeddings"] != *tie)
+      throw LoadError(what + ": fields 'tie_word_embeddings' = " + shown_json(*tie) +
+                      " and 'text_config.tie_word_embeddings' = " + shown_json((*text)["tie_word_embeddings"]) +
+                      " disagree (two spellings of one setting must say the same)");
+    t["tie_word_embeddings"] = *tie;
+  }
+  // The image side: its tower, projector and special tokens only act on images.
+  for (const char* key : {"vision_config", "mm_tokens_per_image", "boi_token_index", "eoi_token_index",
+                          "image_token_index", "image_token_id", "boi_token_id", "eoi_token_id"})
+    f.mark(key);
+  f.reject_unused("model_type 'gemma3'", harmless_keys());
+  ModelConfig c = config_from_json(t, what + " (text_config)");
+  c.multimodal = "gemma3";
+  if (const auto name = f.maybe_string("_name_or_path"); name && !name->empty()) c.name = *name;
+  return c;
+}
+
 ModelConfig config_from_json(const json& j, const std::string& what) {
   if (!j.is_object()) throw LoadError(what + ": not a JSON object");
   TrackedHfConfigFields f(j, what);
@@ -205,6 +273,7 @@ ModelConfig config_from_json(const json& j, const std::string& what) {
     agreed_value<std::string>(what,
                               {{"torch_dtype", f.maybe_string("torch_dtype")}, {"dtype", f.maybe_string("dtype")}});
   }
+  if (model_type == "gemma3") return gemma3_multimodal(f, what);
   ModelConfig c;
   c.name = f.string("_name_or_path", "");
   bool per_layer_types = false, pattern_given = false;

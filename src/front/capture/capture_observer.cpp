@@ -12,9 +12,10 @@
 
 namespace nnsight::capture {
 
-std::string decoder_layer_path(const std::string& architecture, int64_t layer) {
-  if (architecture == "gpt2") return "transformer.h." + std::to_string(layer);
-  if (architecture == "gpt_neox") return "gpt_neox.layers." + std::to_string(layer);
+std::string decoder_layer_path(const ModelConfig& config, int64_t layer) {
+  if (config.architecture == "gpt2") return "transformer.h." + std::to_string(layer);
+  if (config.architecture == "gpt_neox") return "gpt_neox.layers." + std::to_string(layer);
+  if (!config.multimodal.empty()) return "model.language_model.layers." + std::to_string(layer);
   return "model.layers." + std::to_string(layer);
 }
 
@@ -70,7 +71,7 @@ CaptureObserver::CaptureObserver(CausalLM& model, const CaptureConfig& config, c
   meta_.reserve(static_cast<size_t>(max_seqs));
 
   for (size_t slot = 0; slot < layers_.size(); ++slot) {
-    const std::string path = decoder_layer_path(model.config().architecture, layers_[slot]);
+    const std::string path = decoder_layer_path(model.config(), layers_[slot]);
     auto it = modules.find(path);
     if (it == modules.end()) {
       for (auto& h : hooks_) h.remove();

@@ -33,8 +33,9 @@
 
 namespace nnsight::capture {
 
-// "model.layers.N" (llama) or "transformer.h.N" (gpt2).
-std::string decoder_layer_path(const std::string& architecture, int64_t layer);
+// "model.layers.N" (llama), "transformer.h.N" (gpt2), "gpt_neox.layers.N",
+// "model.language_model.layers.N" (a multimodal checkpoint's text model).
+std::string decoder_layer_path(const ModelConfig& config, int64_t layer);
 
 class CaptureObserver : public runner::StepObserver {
  public:

@@ -31,6 +31,7 @@ struct LensPaths {
 
 LensPaths lens_paths(const LanguageModel& lm, const std::string& where) {
   const LensPaths candidates[] = {{"model.layers.", "model.norm", "lm_head"},
+                                  {"model.language_model.layers.", "model.language_model.norm", "lm_head"},
                                   {"transformer.h.", "transformer.ln_f", "lm_head"},
                                   {"gpt_neox.layers.", "gpt_neox.final_layer_norm", "embed_out"}};
   for (const LensPaths& c : candidates)

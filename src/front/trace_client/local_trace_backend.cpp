@@ -39,7 +39,8 @@ at::Tensor LocalTraceBackend::parameter(const std::string& name) const {
   if (w.has(name)) return w.load(name);
   // A tied LM head is the token embedding.
   if (name == "lm_head.weight" && w.config().tie_word_embeddings) {
-    for (const char* embed : {"model.embed_tokens.weight", "transformer.wte.weight"})
+    for (const char* embed :
+         {"model.embed_tokens.weight", "transformer.wte.weight", "model.language_model.embed_tokens.weight"})
       if (w.has(embed)) return w.load(embed);
   }
   std::string known;

@@ -221,5 +221,29 @@ TEST(HfCheckpoint, TiedLlamaServesLmHeadFromTheEmbedding) {
   EXPECT_TRUE(at::equal(ck.load("lm_head.weight", ShardSlice::rows(3, 2)), e.narrow(0, 3, 2)));
 }
 
+// A multimodal Gemma 3 as the hub stores it: the text model under
+// language_model.model.*, no lm_head (tied), the vision tower and projector
+// beside it. Served under transformers' module tree, the image side left out.
+TEST(HfCheckpoint, Gemma3MultimodalServesItsTextModelUnderModelLanguageModel) {
+  ScratchDir dir;
+  testing::write_file(dir.file("config.json"), R"({"model_type": "gemma3", "text_config": {
+      "vocab_size": 12, "hidden_size": 32, "intermediate_size": 48, "num_hidden_layers": 1,
+      "num_attention_heads": 2, "num_key_value_heads": 1, "head_dim": 16}})");
+  at::Tensor e = at::randn({12, 32});
+  at::Tensor q = at::randn({32, 32});
+  write_safetensors(dir.file("model.safetensors"),
+                    {{"language_model.model.embed_tokens.weight", e},
+                     {"language_model.model.layers.0.self_attn.q_proj.weight", q},
+                     {"vision_tower.vision_model.embeddings.patch_embedding.weight", at::ones({4, 3, 2, 2})},
+                     {"multi_modal_projector.mm_input_projection_weight", at::ones({4, 32})}});
+  HfCheckpoint ck(dir.path());
+  EXPECT_EQ(ck.config().multimodal, "gemma3");
+  EXPECT_EQ(ck.names(),
+            (std::vector<std::string>{"model.language_model.embed_tokens.weight",
+                                      "model.language_model.layers.0.self_attn.q_proj.weight", "lm_head.weight"}));
+  EXPECT_TRUE(at::equal(ck.load("model.language_model.layers.0.self_attn.q_proj.weight"), q));
+  EXPECT_TRUE(at::equal(ck.load("lm_head.weight"), e));
+}
+
 }  // namespace
 }  // namespace nnsight

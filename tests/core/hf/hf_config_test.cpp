@@ -308,6 +308,76 @@ TEST(HfConfig, V5Gemma3PerLayerTypeRopeParametersAndLayerTypes) {
        "one dict per layer type"});
 }
 
+// google/gemma-3-4b-it's config.json as the hub has it (written by
+// transformers 4.50): a multimodal wrapper whose text_config gives only what
+// differs from Gemma3TextConfig's defaults. The engine serves its text
+// model with Gemma 3 4B's published shape (34 layers of 2560, 8 heads of
+// 256, 4 KV heads, every 6th layer global with rope 1e6 scaled 8x linearly,
+// the others a 1024 window at rope 10000).
+TEST(HfConfig, Gemma3MultimodalHubConfigServesItsTextModel) {
+  const std::string hub = R"({
+    "architectures": ["Gemma3ForConditionalGeneration"], "boi_token_index": 255999, "eoi_token_index": 256000,
+    "eos_token_id": [1, 106], "image_token_index": 262144, "initializer_range": 0.02, "mm_tokens_per_image": 256,
+    "model_type": "gemma3",
+    "text_config": {"hidden_size": 2560, "intermediate_size": 10240, "model_type": "gemma3_text",
+                    "num_hidden_layers": 34, "rope_scaling": {"factor": 8.0, "rope_type": "linear"},
+                    "sliding_window": 1024},
+    "torch_dtype": "bfloat16", "transformers_version": "4.50.0.dev0",
+    "vision_config": {"hidden_size": 1152, "image_size": 896, "intermediate_size": 4304,
+                      "model_type": "siglip_vision_model", "num_attention_heads": 16, "num_hidden_layers": 27,
+                      "patch_size": 14, "vision_use_head": false}})";
+  const ModelConfig c = parse_hf_config(hub, "gemma-3-4b-it/config.json");
+  EXPECT_EQ(c.architecture, "gemma3_text");
+  EXPECT_EQ(c.multimodal, "gemma3");
+  EXPECT_EQ(c.vocab_size, 262208);
+  EXPECT_EQ(c.hidden_size, 2560);
+  EXPECT_EQ(c.intermediate_size, 10240);
+  EXPECT_EQ(c.num_layers, 34);
+  EXPECT_EQ(c.num_heads, 8);
+  EXPECT_EQ(c.num_kv_heads, 4);
+  EXPECT_EQ(c.head_dim, 256);
+  EXPECT_EQ(c.query_pre_attn_scalar, 256.0);
+  EXPECT_EQ(c.max_position, 131072);
+  EXPECT_EQ(c.norm_eps, 1e-6);
+  EXPECT_EQ(c.hidden_act, "gelu_pytorch_tanh");
+  EXPECT_TRUE(c.tie_word_embeddings);
+  EXPECT_EQ(c.eos_token_id, 1);
+  EXPECT_EQ(c.bos_token_id, 2);
+  EXPECT_EQ(c.rope_theta, 1e6);
+  EXPECT_EQ(c.rope_scaling.type, "linear");
+  EXPECT_EQ(c.rope_scaling.factor, 8.0);
+  EXPECT_EQ(c.rope_local_theta, 10000.0);
+  EXPECT_EQ(c.sliding_window, 1024);
+  EXPECT_EQ(c.attn_logit_softcap, 0.0);
+  EXPECT_EQ(c.final_logit_softcap, 0.0);
+  for (int64_t l = 0; l < 34; ++l) EXPECT_EQ(c.layer_slides(l), (l + 1) % 6 != 0) << "layer " << l;
+}
+
+TEST(HfConfig, Gemma3MultimodalErrorsNameTheField) {
+  expect_load_error([] { parse_hf_config(R"({"model_type": "gemma3"})", "m.json"); },
+                    {"m.json", "model_type 'gemma3' needs a 'text_config' object"});
+  expect_load_error(
+      [] { parse_hf_config(R"({"model_type": "gemma3", "text_config": {"model_type": "gemma2"}})", "m.json"); },
+      {"m.json", "field 'text_config.model_type' = \"gemma2\" is not supported for model_type 'gemma3'"});
+  expect_load_error(
+      [] {
+        parse_hf_config(R"({"model_type": "gemma3", "tie_word_embeddings": false,
+                            "text_config": {"tie_word_embeddings": true}})",
+                        "m.json");
+      },
+      {"fields 'tie_word_embeddings' = false and 'text_config.tie_word_embeddings' = true disagree"});
+  // A text model field the engine does not implement is refused, as for gemma3_text.
+  expect_load_error(
+      [] { parse_hf_config(R"({"model_type": "gemma3", "text_config": {"attn_logit_softcapping": 50.0}})", "m.json"); },
+      {"m.json (text_config)", "'attn_logit_softcapping' is set"});
+  expect_load_error([] { parse_hf_config(R"({"model_type": "gemma3", "text_config": {"frobnicate": 3}})", "m.json"); },
+                    {"m.json (text_config)", "field 'frobnicate' = 3 is not implemented for model_type 'gemma3_text'"});
+  // ... and so is a wrapper field that is neither the image side's nor bookkeeping.
+  expect_load_error(
+      [] { parse_hf_config(R"({"model_type": "gemma3", "text_config": {}, "frobnicate": 3})", "m.json"); },
+      {"m.json", "field 'frobnicate' = 3 is not implemented for model_type 'gemma3'"});
+}
+
 TEST(HfConfig, V5LayerTypesMustBeWhatTheEngineImplements) {
   // Gemma 2: any pattern of the two types.
   const ModelConfig g2 = parse_hf_config(

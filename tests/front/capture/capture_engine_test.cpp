@@ -67,7 +67,7 @@ class Reference {
  public:
   Reference(CausalLM& model, const std::vector<int32_t>& layers) {
     for (int32_t layer : layers) {
-      const std::string path = capture::decoder_layer_path(model.config().architecture, layer);
+      const std::string path = capture::decoder_layer_path(model.config(), layer);
       for (auto& [p, m] : model.named_hookable_modules()) {
         if (p != path) continue;
         handles_.push_back(m->register_forward_hook(
