@@ -263,20 +263,36 @@ DecoderStack::DecoderStack(const ModelConfig& cfg, const tp::ParallelContext& ct
   norm = register_module(spec_.norm_name, std::move(final_norm));
 }
 
-at::Tensor DecoderStack::forward(const at::Tensor& tokens, const batching::BatchMeta& meta, std::vector<KVCache>& kv) {
+void DecoderStack::check_step(const batching::BatchMeta& meta, const std::vector<KVCache>& kv) const {
   TORCH_CHECK(kv.size() == layer_ptrs.size(), type_name(), ": need one KV cache per layer");
   TORCH_CHECK(meta.max_context_len <= max_position_, type_name(), ": context of ", meta.max_context_len,
               " tokens exceeds the model's ", max_position_, " positions");
-  return invoke(tokens, [&](const at::Tensor& ids) {
-    at::Tensor h = embed->forward(ids);  // [T, hidden]
-    // Gemma multiplies by sqrt(hidden) rounded to the activation dtype, as
-    // Hugging Face does (rounded on the host: a device scalar's item() would
-    // synchronize, which a CUDA graph cannot capture).
-    if (spec_.embed_scale != 0.0 && spec_.scaled_embed_type.empty())
-      h = h * at::scalar_tensor(spec_.embed_scale, h.options().device(at::kCPU)).item();
-    for (size_t i = 0; i < layer_ptrs.size(); ++i) h = layer_ptrs[i]->forward(h, meta, kv[i]);
-    return norm->forward(h);
-  });
+}
+
+at::Tensor DecoderStack::forward(const at::Tensor& tokens, const batching::BatchMeta& meta, std::vector<KVCache>& kv) {
+  check_step(meta, kv);
+  return invoke(tokens, [&](const at::Tensor& ids) { return layers_and_norm(embed_tokens(ids), meta, kv); });
+}
+
+at::Tensor DecoderStack::embed_tokens(const at::Tensor& tokens) {
+  at::Tensor h = embed->forward(tokens);  // [T, hidden]
+  // Gemma multiplies by sqrt(hidden) rounded to the activation dtype, as
+  // Hugging Face does (rounded on the host: a device scalar's item() would
+  // synchronize, which a CUDA graph cannot capture).
+  if (spec_.embed_scale != 0.0 && spec_.scaled_embed_type.empty())
+    h = h * at::scalar_tensor(spec_.embed_scale, h.options().device(at::kCPU)).item();
+  return h;
+}
+
+at::Tensor DecoderStack::forward_embedded(const at::Tensor& h, const batching::BatchMeta& meta,
+                                          std::vector<KVCache>& kv) {
+  check_step(meta, kv);
+  return invoke(h, [&](const at::Tensor& x) { return layers_and_norm(x, meta, kv); });
+}
+
+at::Tensor DecoderStack::layers_and_norm(at::Tensor h, const batching::BatchMeta& meta, std::vector<KVCache>& kv) {
+  for (size_t i = 0; i < layer_ptrs.size(); ++i) h = layer_ptrs[i]->forward(h, meta, kv[i]);
+  return norm->forward(h);
 }
 
 DecoderForCausalLM::DecoderForCausalLM(
@@ -309,7 +325,11 @@ LanguageModelBase::LanguageModelBase(std::string type_name, std::shared_ptr<Deco
 
 at::Tensor LanguageModelBase::forward(const at::Tensor& tokens, const batching::BatchMeta& meta,
                                       std::vector<KVCache>& kv) {
-  return invoke(tokens, [&](const at::Tensor& ids) { return language_model->forward(ids, meta, kv); });
+  // As transformers' Gemma3Model: the token embedding first, then the
+  // language model on the embeddings (its input hook sees [T, hidden]).
+  return invoke(tokens, [&](const at::Tensor& ids) {
+    return language_model->forward_embedded(language_model->embed_tokens(ids), meta, kv);
+  });
 }
 
 at::Tensor DecoderForCausalLM::compute_logits(const at::Tensor& hidden, const at::Tensor& rows) {

@@ -142,6 +142,12 @@ class DecoderStack : public Module {
                std::shared_ptr<Norm> final_norm);
   // tokens [T] -> [T, hidden] after the final norm.
   at::Tensor forward(const at::Tensor& tokens, const batching::BatchMeta& meta, std::vector<KVCache>& kv);
+  // The same in two parts, for a base that embeds before calling the stack
+  // (LanguageModelBase): tokens [T] -> embeddings [T, hidden], scaled where
+  // the architecture scales them; then embeddings -> [T, hidden] after the
+  // final norm, with this module's hooks around it.
+  at::Tensor embed_tokens(const at::Tensor& tokens);
+  at::Tensor forward_embedded(const at::Tensor& h, const batching::BatchMeta& meta, std::vector<KVCache>& kv);
 
   std::shared_ptr<tp::VocabParallelEmbedding> embed;
   torch::nn::ModuleList layers;
@@ -149,6 +155,9 @@ class DecoderStack : public Module {
   std::shared_ptr<Norm> norm;
 
  private:
+  void check_step(const batching::BatchMeta& meta, const std::vector<KVCache>& kv) const;
+  at::Tensor layers_and_norm(at::Tensor h, const batching::BatchMeta& meta, std::vector<KVCache>& kv);
+
   StackSpec spec_;
   int64_t max_position_;
 };
@@ -164,6 +173,8 @@ struct CausalLMSpec {
 
 // A multimodal model's base (Gemma3Model) with only its language model:
 // tokens [T] -> [T, hidden], the stack's output, with the base's own hooks.
+// As in transformers, it embeds the tokens (language_model.embed_tokens)
+// and then calls the language model on the embeddings.
 class LanguageModelBase : public Module {
  public:
   LanguageModelBase(std::string type_name, std::shared_ptr<DecoderStack> language_model);

@@ -376,6 +376,48 @@ TEST(HfFixtureGemma3Multimodal, ModuleTreeIsTransformersLanguageModel) {
     EXPECT_EQ(find_module(*model, absent), nullptr) << absent;
 }
 
+// In transformers' order: Gemma3Model embeds the tokens, then calls its
+// language model on the embeddings; the stack's layers and norm follow.
+TEST(HfFixtureGemma3Multimodal, HooksFireInTransformersOrderWithTheirValues) {
+  at::NoGradGuard no_grad;
+  auto model = load(HfFixtureCase{5, "gemma3"});
+  std::vector<std::string> order;
+  at::Tensor embed_out, lm_in, base_in, lm_out, base_out;
+  const auto pre = [&](const char* path, at::Tensor* in) {
+    find_module(*model, path)->register_forward_pre_hook([&order, path, in](Module&, const ModuleIO& i) {
+      order.push_back(std::string(path) + ".input");
+      *in = i.at(0).clone();
+      return std::optional<ModuleIO>();
+    });
+  };
+  const auto post = [&](const char* path, at::Tensor* out) {
+    find_module(*model, path)->register_forward_hook([&order, path, out](Module&, const ModuleIO&, const ModuleIO& o) {
+      order.push_back(std::string(path) + ".output");
+      *out = o.tensor().clone();
+      return std::optional<ModuleIO>();
+    });
+  };
+  pre("model", &base_in);
+  post("model.language_model.embed_tokens", &embed_out);
+  pre("model.language_model", &lm_in);
+  post("model.language_model", &lm_out);
+  post("model", &base_out);
+  Reference ref(HfFixtureCase{5, "gemma3"});
+  at::Tensor ids = ref.get("ids.1");
+  PagedRun run(*model);
+  std::vector<PagedRun::Seq> seqs(1);
+  seqs[0].tokens.assign(ids.data_ptr<int64_t>(), ids.data_ptr<int64_t>() + ids.numel());
+  run.step(seqs, {ids.numel()}, {});
+  EXPECT_EQ(order,
+            (std::vector<std::string>{"model.input", "model.language_model.embed_tokens.output",
+                                      "model.language_model.input", "model.language_model.output", "model.output"}));
+  ASSERT_TRUE(base_in.defined() && lm_in.defined() && lm_out.defined() && base_out.defined());
+  EXPECT_EQ(base_in.numel(), ids.numel()) << "the base takes the token ids";
+  EXPECT_TRUE(at::equal(lm_in, embed_out)) << "the language model takes the (scaled) embeddings";
+  EXPECT_TRUE(at::equal(lm_out, base_out));
+  EXPECT_LE(rel_diff(lm_out, ref.get("norm.1")), 1e-5) << "its output is the final norm's";
+}
+
 // transformers' Gemma 3 scales the embedding inside `embed_tokens`
 // (Gemma3TextScaledWordEmbedding), Gemma 1/2 after it: a hook on
 // model.embed_tokens sees what that module returns there.

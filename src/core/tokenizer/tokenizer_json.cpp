@@ -659,12 +659,15 @@ HfTokenizerFiles read_hf_tokenizer_json(const std::string& path) {
     spec.chat_template = config_chat_template(cfg);
     if (spm) apply_tokenizer_class(cfg, *result.pipeline.spm, result.pipeline.ignore_merges);
   }
-  // Newer transformers save the template beside the config instead.
-  if (spec.chat_template.empty()) {
-    std::ifstream jinja((slash == std::string::npos ? std::string() : path.substr(0, slash + 1)) +
-                        "chat_template.jinja");
-    if (jinja) spec.chat_template.assign(std::istreambuf_iterator<char>(jinja), std::istreambuf_iterator<char>());
-  }
+  const std::string dir = slash == std::string::npos ? std::string() : path.substr(0, slash + 1);
+  // Newer transformers save the template beside the config instead; when
+  // both are there, the file wins, as in transformers' from_pretrained.
+  if (std::ifstream jinja(dir + "chat_template.jinja"); jinja)
+    spec.chat_template.assign(std::istreambuf_iterator<char>(jinja), std::istreambuf_iterator<char>());
+  // Multimodal repositories (Gemma 3 4B and larger, LLaVA) keep it in their
+  // processor's chat_template.json: {"chat_template": "..."}.
+  if (spec.chat_template.empty() && std::ifstream(dir + "chat_template.json").good())
+    spec.chat_template = config_chat_template(JsonFile(dir + "chat_template.json"));
   return result;
 }
 

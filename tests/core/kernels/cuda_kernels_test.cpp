@@ -292,13 +292,20 @@ TEST(CudaKernels, ADecodeBesidePrefillsIsBitwiseTheDecodeSteps) {
           EXPECT_TRUE(at::equal(mixed[rows[i]], decode_step[static_cast<int64_t>(i)]))
               << where << ": the decode at row " << rows[i] << " differs from its decode step's";
         // With the kernels off the same step is the flash / padded path's, whose
-        // prefill rows the kernels leave as they are.
-        kernels::UseCudaKernels off(false);
-        const at::Tensor plain = kernels::paged_attention(q, cache, meta, scale, o);
+        // prefill rows the kernels leave as they are; the rewrite of its decode
+        // rows gives the kernels' step.
+        at::Tensor plain;
+        {
+          kernels::UseCudaKernels off(false);
+          plain = kernels::paged_attention(q, cache, meta, scale, o);
+        }
         for (int64_t r = 0; r < meta.num_tokens; ++r) {
           if (std::find(rows.begin(), rows.end(), r) != rows.end()) continue;
           EXPECT_TRUE(at::equal(mixed[r], plain[r])) << where << ": prefill row " << r;
         }
+        at::Tensor redone = plain.clone();
+        EXPECT_TRUE(kernels::cuda::redo_one_row_sequences(q, cache, meta, scale, o, redone)) << where;
+        EXPECT_TRUE(at::equal(redone, mixed)) << where;
       }
     }
   }

@@ -117,6 +117,28 @@ TEST(TokenizerJson, ChatTemplateFromTheConfigOrBesideIt) {
     dir.write("chat_template.jinja", "{{ messages }}\n");
     EXPECT_EQ(Tokenizer::from_hf_json(dir.write("tokenizer.json", tiny_json().dump())).chat_template(),
               "{{ messages }}\n");
+    // Beside tokenizer_config.json's, the file wins (transformers: template files take priority).
+    dir.write("tokenizer_config.json", R"({"chat_template": "C"})");
+    EXPECT_EQ(Tokenizer::from_hf_json(dir.write("tokenizer.json", tiny_json().dump())).chat_template(),
+              "{{ messages }}\n");
+  }
+  {
+    // A multimodal repository's processor file, read when nothing else has a template.
+    ScratchDir dir;
+    dir.write("chat_template.json", R"({"chat_template": "{{ messages[0] }}"})");
+    EXPECT_EQ(Tokenizer::from_hf_json(dir.write("tokenizer.json", tiny_json().dump())).chat_template(),
+              "{{ messages[0] }}");
+    dir.write("tokenizer_config.json", R"({"chat_template": "C"})");
+    EXPECT_EQ(Tokenizer::from_hf_json(dir.write("tokenizer.json", tiny_json().dump())).chat_template(), "C")
+        << "tokenizer_config.json's comes first";
+    dir.write("tokenizer_config.json", "{}");
+    dir.write("chat_template.json", R"({"chat_template": ["x"]})");
+    try {
+      Tokenizer::from_hf_json(dir.write("tokenizer.json", tiny_json().dump()));
+      ADD_FAILURE() << "a malformed chat_template.json was accepted";
+    } catch (const LoadError& e) {
+      EXPECT_NE(std::string(e.what()).find("chat_template.json"), std::string::npos) << e.what();
+    }
   }
   {
     ScratchDir dir;

@@ -118,7 +118,8 @@ TEST(Wire, WorkerInitAndReadyRoundTrip) {
 
   runner::WorkerReady ready;
   ready.num_kv_blocks = 12;
-  ready.config.architecture = "llama";
+  ready.config.architecture = "gemma3_text";
+  ready.config.multimodal = "gemma3";
   ready.config.vocab_size = 99;
   ready.structure = runner::ModelStructure(
       {{"model.norm", "RMSNorm", 0, batching::RowLevel::kToken}, {"lm_head", "Linear", 0, batching::RowLevel::kPrompt}},
@@ -142,6 +143,7 @@ TEST(Wire, WorkerInitAndReadyRoundTrip) {
   }
   EXPECT_EQ(back.num_kv_blocks, 12);
   EXPECT_EQ(back.config.vocab_size, 99);
+  EXPECT_EQ(back.config.multimodal, "gemma3");
   ASSERT_EQ(back.structure.modules().size(), 2u);
   EXPECT_EQ(back.structure.row_level(*parse_provider_key("lm_head.output")), batching::RowLevel::kPrompt);
   EXPECT_EQ(back.structure.row_level(*parse_provider_key("model.norm.output")), batching::RowLevel::kToken);
