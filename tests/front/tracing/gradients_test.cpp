@@ -13,6 +13,7 @@
 
 #include "front/trace_client/graph_file.h"
 #include "front/trace_client/graph_trace.h"
+#include "support/hf_fixtures.h"
 #include "support/scratch_dir.h"
 #include "support/tiny_checkpoint.h"
 #include "support/tiny_engine.h"
@@ -100,6 +101,37 @@ TEST_F(Gradients, EqualPlainAutogradThroughTheReference) {
   // Only the last position's final norm output feeds the last logits.
   EXPECT_EQ(out[g_norm].narrow(0, 0, 6).abs().max().item<double>(), 0.0);
   EXPECT_FALSE(out[metric_s].requires_grad());
+}
+
+// Through a multimodal checkpoint's base (Gemma3Model around its language
+// model, docs/weights.md): the gradient of logits[last, 7] - logits[last, 3]
+// at the final norm's output is exactly lm_head.weight[7] - [3] at the last
+// position (the logits are that output times the tied head; no soft-cap in
+// the fixture) and zero before it; it reaches the layers below.
+TEST(GradientsMultimodal, FlowThroughTheLanguageModelBase) {
+  LanguageModel lm(EngineArgs()
+                       .model(testing::hf_fixture_dir(testing::HfFixtureCase{5, "gemma3"}))
+                       .kv_cache_memory_mb(16)
+                       .show_progress(false));
+  Saved g_norm, g_layer;
+  const std::vector<int32_t> prompt = {46, 171, 95, 284, 106};
+  const at::Tensor w = lm.parameter("lm_head.weight");  // [vocab, hidden], the tied embedding
+  const auto out = lm.trace(SamplingParams().temperature(0).max_tokens(1), [&](Tracer& t) {
+    t.invoke(prompt, [&] {
+      auto layer = lm.envoy("model.language_model.layers.0").output();
+      auto norm = lm.envoy("model.language_model.norm").output();
+      auto logits = lm.logits();
+      auto metric = logits[{0, 7}] - logits[{0, 3}];
+      metric.backward();
+      g_layer = layer.grad().save();
+      g_norm = norm.grad().save();
+    });
+  });
+  const at::Tensor gn = out[g_norm];  // [5, hidden]
+  ASSERT_EQ(gn.size(0), 5);
+  EXPECT_LT((gn[4] - (w[7] - w[3])).abs().max().item<double>(), 1e-6);
+  EXPECT_EQ(gn.narrow(0, 0, 4).abs().max().item<double>(), 0.0);
+  EXPECT_GT(out[g_layer].abs().max().item<double>(), 1e-4);
 }
 
 TEST_F(Gradients, ForwardValuesEqualTheTraceWithoutBackward) {
