@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <nnsight/error.hpp>
 
+#include "core/npz/npz_file.h"
 #include "core/safetensors/safetensors_file.h"
 #include "core/shape_string.h"
 #include "core/untrusted_json.h"
@@ -145,15 +146,56 @@ std::shared_ptr<AttachedModule> load_sae(const SafetensorsFile& f, const std::st
   return std::make_shared<SparseAutoencoder>(f.path(), std::move(w));
 }
 
+// Gemma Scope's release (google/gemma-scope-*): params.npz with W_enc
+// [d_in, d_sae], W_dec [d_sae, d_in], b_enc, b_dec and threshold, no cfg.
+// JumpReLU on x @ W_enc + b_enc (its encoder does not subtract b_dec).
+std::shared_ptr<AttachedModule> load_gemma_scope(const std::string& path) {
+  NpzFile f(path);
+  const auto array = [&](const std::string& name, const std::vector<int64_t>& expected, const std::string& meaning) {
+    const NpyArrayInfo* a = f.find(name);
+    if (a == nullptr) throw LoadError(path + ": no array '" + name + "' (" + meaning + "; Gemma Scope's params.npz)");
+    bool ok = a->shape.size() == expected.size();
+    for (size_t i = 0; ok && i < expected.size(); ++i) ok = expected[i] < 0 || expected[i] == a->shape[i];
+    if (!ok) {
+      std::string want = "[";
+      for (size_t i = 0; i < expected.size(); ++i)
+        want += (i ? ", " : "") + (expected[i] < 0 ? std::string("*") : std::to_string(expected[i]));
+      throw LoadError(path + ": array '" + name + "' is " + shape_string(a->shape) + ", expected " + want + "] (" +
+                      meaning + ")");
+    }
+    return f.load_float(name);
+  };
+  SaeWeights w;
+  w.activation = SaeActivation::kJumpReLU;
+  w.apply_b_dec_to_input = false;
+  w.W_enc = array("W_enc", {-1, -1}, "the encoder, [d_in, d_sae]");
+  const int64_t d_in = w.W_enc.size(0), d_sae = w.W_enc.size(1);
+  w.b_enc = array("b_enc", {d_sae}, "the encoder bias, [d_sae]");
+  w.W_dec = array("W_dec", {d_sae, d_in}, "the decoder, [d_sae, d_in]");
+  w.b_dec = array("b_dec", {d_in}, "the decoder bias, [d_in]");
+  w.threshold = array("threshold", {d_sae}, "JumpReLU's thresholds, [d_sae]");
+  return std::make_shared<SparseAutoencoder>(path, std::move(w));
+}
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
 }  // namespace
 
 std::shared_ptr<AttachedModule> load_attached_module(const std::string& file) {
   std::string weights = file;
   if (is_directory(file)) {
     weights = file + "/sae_weights.safetensors";
-    if (!exists(weights)) throw LoadError(file + ": a directory without sae_weights.safetensors (SAELens's layout)");
+    if (!exists(weights) && exists(file + "/params.npz")) return load_gemma_scope(file + "/params.npz");
+    if (!exists(weights))
+      throw LoadError(file +
+                      ": a directory without sae_weights.safetensors (SAELens's layout) or params.npz "
+                      "(Gemma Scope's)");
   } else if (!exists(file)) {
     throw LoadError(file + ": no such file");
+  } else if (ends_with(file, ".npz")) {
+    return load_gemma_scope(file);
   }
   SafetensorsFile f(weights);
   if (f.find("W_enc")) return load_sae(f, directory_of(weights) + "/cfg.json");
