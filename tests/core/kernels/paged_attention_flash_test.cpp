@@ -110,5 +110,46 @@ TEST(FlashAttention, MixedStepsEqualTheGenericPathOnAGpu) {
   }
 }
 
+// Batch invariance through chunked prefill: how a prompt is cut into chunks
+// depends on its companions (the step's token budget), so a query row must
+// come out bitwise the same whether its sequence is prefilled whole, in a
+// later chunk after a cached prefix, or beside another prefill and decodes.
+TEST(FlashAttention, ARowsBitsDoNotDependOnHowItsPrefillIsChunked) {
+  if (auto why = testing::why_no_gpu(); !why.empty()) GTEST_SKIP() << "flash attention test skipped: " << why;
+  at::manual_seed(9);
+  constexpr int64_t kLen = 300, kBs = 16;
+  const int64_t blocks = (kLen + kBs - 1) / kBs;
+  std::vector<int32_t> table;
+  for (int64_t b = 0; b < blocks; ++b) table.push_back(static_cast<int32_t>(blocks - 1 - b));
+  std::vector<int32_t> other_table;
+  for (int64_t b = 0; b < 4; ++b) other_table.push_back(static_cast<int32_t>(blocks + b));
+  const auto opts = at::TensorOptions().dtype(at::kBFloat16).device(at::kCUDA);
+  KVCache cache{at::randn({blocks + 4, kBs, 2, 128}, opts), at::randn({blocks + 4, kBs, 2, 128}, opts)};
+  const at::Tensor q = at::randn({kLen, 8, 128}, opts);  // the sequence's queries, positions 0 .. 299
+  const double scale = 1.0 / std::sqrt(128.0);
+  for (int64_t window : {0, 40}) {
+    const kernels::AttentionOptions o{window, 0.0};
+    const auto meta_of = [&](const std::vector<batching::SeqSlot>& slots) {
+      return batching::flatten_slots(slots, kBs).meta.to(at::Device(at::kCUDA));
+    };
+    const at::Tensor whole = kernels::paged_attention(q, cache, meta_of({testing::seq_slot(0, kLen, table)}), scale, o);
+    // Positions 200 .. 299 as a second chunk, alone and beside a 37-token prefill.
+    const at::Tensor tail = q.narrow(0, 200, 100);
+    const at::Tensor alone =
+        kernels::paged_attention(tail, cache, meta_of({testing::seq_slot(200, 100, table)}), scale, o);
+    const at::Tensor other = at::randn({37, 8, 128}, opts);
+    const at::Tensor beside =
+        kernels::paged_attention(at::cat({other, tail}), cache,
+                                 meta_of({testing::seq_slot(0, 37, other_table), testing::seq_slot(200, 100, table)}),
+                                 scale, o)
+            .narrow(0, 37, 100);
+    const at::Tensor want = whole.narrow(0, 200, 100);
+    EXPECT_LE(testing::relative_error(alone, want), 1e-2) << "window " << window;
+    EXPECT_TRUE(at::equal(alone, want)) << "window " << window << ": a later chunk differs from the whole prefill by "
+                                        << (alone.to(at::kFloat) - want.to(at::kFloat)).abs().max().item<double>();
+    EXPECT_TRUE(at::equal(beside, alone)) << "window " << window << ": beside another prefill";
+  }
+}
+
 }  // namespace
 }  // namespace nnsight
