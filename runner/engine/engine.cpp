@@ -129,7 +129,7 @@ void Engine::process_text(Request& r, size_t first_new) {
     if (is_last && r.finish_reason == FinishReason::kStop && r.status != RequestStatus::kRunning) {
       const auto& ids = r.params.stop_token_ids();
       const bool stop_id = std::find(ids.begin(), ids.end(), tok) != ids.end() ||
-                           (!r.params.ignore_eos() && tok == executor_->model_config().eos_token_id);
+                           (!r.params.ignore_eos() && executor_->model_config().is_eos(tok));
       if (stop_id) continue;
     }
     r.text += dec.push(tok);

@@ -34,7 +34,7 @@ void serialize(A& ar, ModelConfig& c) {
      c.attention_bias, c.mlp_bias, c.hidden_act, c.bos_token_id, c.eos_token_id, c.sliding_window, c.sliding_layers,
      c.rope_local_theta, c.rotary_dim, c.attn_logit_softcap, c.final_logit_softcap, c.query_pre_attn_scalar,
      c.parallel_residual, c.num_experts, c.num_experts_per_token, c.moe_intermediate_size, c.norm_topk_prob,
-     c.moe_layers, c.multimodal);
+     c.moe_layers, c.multimodal, c.more_eos_token_ids);
 }
 
 }  // namespace nnsight

@@ -275,7 +275,7 @@ void ModelRunner::finish(const at::Tensor& tokens, ModelRunnerOutput& out) {
   for (auto& o : observers_)
     for (uint64_t id : o->take_stopped()) stopped.insert(id);
   const auto* tok = tokens.data_ptr<int64_t>();
-  const int64_t eos = model_->config().eos_token_id;
+  const ModelConfig& model_config = model_->config();
   size_t k = 0;
   std::vector<SampledToken> kept;
   kept.reserve(out.sampled.size());
@@ -290,7 +290,8 @@ void ModelRunner::finish(const at::Tensor& tokens, ModelRunnerOutput& out) {
     const int64_t total = st.prompt_len + generated;
     FinishReason reason = FinishReason::kNone;
     const auto& stops = st.params.stop_token_ids();
-    if ((!st.params.ignore_eos() && t.token == eos) || std::find(stops.begin(), stops.end(), t.token) != stops.end()) {
+    if ((!st.params.ignore_eos() && model_config.is_eos(t.token)) ||
+        std::find(stops.begin(), stops.end(), t.token) != stops.end()) {
       reason = FinishReason::kStop;
     } else if (generated >= st.params.max_tokens() || total >= config_.max_model_len) {
       reason = FinishReason::kLength;

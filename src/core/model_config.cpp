@@ -111,6 +111,11 @@ void ModelConfig::validate() const {
         "= " + std::to_string(eos_token_id) + " is outside the vocabulary (" + std::to_string(vocab_size) +
             " tokens; -1 for none)");
   }
+  for (int64_t id : more_eos_token_ids) {
+    if (id < 0 || id >= vocab_size)
+      bad(*this, "more_eos_token_ids",
+          "holds " + std::to_string(id) + ", outside the vocabulary (" + std::to_string(vocab_size) + " tokens)");
+  }
 }
 
 }  // namespace nnsight

@@ -49,6 +49,10 @@ struct ModelConfig {
   std::string hidden_act = "silu";  // llama: silu; gpt2: gelu_new
   int64_t bos_token_id = -1;
   int64_t eos_token_id = -1;
+  // Further ids that end a sequence as eos_token_id does: the rest of
+  // config.json's eos list and generation_config.json's (Llama 3 Instruct's
+  // <|eot_id|>, Gemma's <end_of_turn>), GGUF's end-of-turn id.
+  std::vector<int64_t> more_eos_token_ids;
   // The multimodal model whose text model this is ("gemma3": a
   // Gemma3ForConditionalGeneration checkpoint, served as its language model
   // under model.language_model, without the vision tower); "" for text models.
@@ -71,6 +75,22 @@ struct ModelConfig {
   int64_t moe_intermediate_size = 0;   // Qwen3-MoE: each expert's MLP width (0 = intermediate_size)
   bool norm_topk_prob = true;          // renormalize the top-k routing weights (Mixtral: always)
   std::vector<bool> moe_layers;        // Qwen3-MoE: which layers are sparse (empty = all, with experts)
+
+  // Whether `token` ends a sequence (eos_token_id or one of the others).
+  bool is_eos(int64_t token) const {
+    if (token == eos_token_id && token >= 0) return true;
+    for (int64_t id : more_eos_token_ids)
+      if (id == token) return true;
+    return false;
+  }
+  // Adds `id` to the ids that end a sequence (the first one becomes eos_token_id).
+  void add_eos_token_id(int64_t id) {
+    if (id < 0 || is_eos(id)) return;
+    if (eos_token_id < 0)
+      eos_token_id = id;
+    else
+      more_eos_token_ids.push_back(id);
+  }
 
   // True when `layer`'s feed-forward is a mixture of experts.
   bool layer_is_moe(int64_t layer) const {

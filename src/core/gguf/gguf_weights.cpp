@@ -65,6 +65,9 @@ void GgufWeights::read_config() {
   c.max_position = f.get_int_or(p + "context_length", c.max_position);
   c.bos_token_id = f.get_int_or("tokenizer.ggml.bos_token_id", -1);
   c.eos_token_id = f.get_int_or("tokenizer.ggml.eos_token_id", -1);
+  // llama.cpp ends generation at its end-of-turn and end-of-message ids too.
+  for (const char* key : {"tokenizer.ggml.eot_token_id", "tokenizer.ggml.eom_token_id"})
+    c.add_eos_token_id(f.get_int_or(key, -1));
 
   const GgufTensorInfo& embd = f.tensor("token_embd.weight");
   if (embd.dims.size() != 2 || embd.dims[0] != c.hidden_size) {

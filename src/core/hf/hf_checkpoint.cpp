@@ -69,6 +69,25 @@ bool is_conv1d_weight(const std::string& arch, const std::string& name) {
           absl::EndsWith(name, ".mlp.c_fc.weight") || absl::EndsWith(name, ".mlp.c_proj.weight"));
 }
 
+// generation_config.json's eos ids also end a sequence, as in transformers'
+// generate and vLLM (Llama 3 Instruct's <|eot_id|>, Gemma's <end_of_turn>
+// are only there). Only eos_token_id is read: its sampling defaults
+// (temperature, top_p, ...) are not applied; a request says its own.
+void add_generation_config_eos(const std::string& path, ModelConfig& config) {
+  if (!is_file(path)) return;
+  const nlohmann::json j = read_untrusted_json_file(path, 1u << 20);
+  if (!j.is_object()) throw LoadError(path + ": expected a JSON object");
+  auto it = j.find("eos_token_id");
+  if (it == j.end() || it->is_null()) return;
+  const nlohmann::json ids = it->is_array() ? *it : nlohmann::json::array({*it});
+  for (const nlohmann::json& id : ids) {
+    if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() >= config.vocab_size)
+      throw LoadError(path + ": field 'eos_token_id' holds " + id.dump() + ", not a token id of the " +
+                      std::to_string(config.vocab_size) + "-token vocabulary");
+    config.add_eos_token_id(id.get<int64_t>());
+  }
+}
+
 }  // namespace
 
 HfCheckpoint::HfCheckpoint(const std::string& path) : describe_(path) {
@@ -86,6 +105,7 @@ HfCheckpoint::HfCheckpoint(const std::string& path) : describe_(path) {
   const std::string config_path = dir_ + "/config.json";
   if (!is_file(config_path)) throw LoadError(dir_ + ": no config.json");
   config_ = read_hf_config(config_path);
+  add_generation_config_eos(dir_ + "/generation_config.json", config_);
 
   if (!single.empty()) {
     const SafetensorsFile& f = open_file(single.substr(single.find_last_of('/') + 1));

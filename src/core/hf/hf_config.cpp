@@ -472,6 +472,13 @@ ModelConfig config_from_json(const json& j, const std::string& what) {
     throw LoadError(what + ": model_type '" + model_type + "' is not supported (" + kSupportedModelTypes + ")");
   }
   apply_layer_types(f, c, per_layer_types, pattern_given, owner);
+  // An eos list ("eos_token_id": [128001, 128008, 128009]): the first is
+  // eos_token_id (read above), every one ends a sequence.
+  if (const json* eos = f.get("eos_token_id"); eos != nullptr && eos->is_array())
+    for (const json& id : *eos) {
+      if (!id.is_number_integer()) throw f.type_error("eos_token_id", *eos, "an integer or a list of integers");
+      c.add_eos_token_id(id.get<int64_t>());
+    }
   f.reject_unused(owner, harmless_keys());
   if (c.name.empty()) c.name = model_type;
   try {

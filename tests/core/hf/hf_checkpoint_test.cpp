@@ -221,6 +221,25 @@ TEST(HfCheckpoint, TiedLlamaServesLmHeadFromTheEmbedding) {
   EXPECT_TRUE(at::equal(ck.load("lm_head.weight", ShardSlice::rows(3, 2)), e.narrow(0, 3, 2)));
 }
 
+// generation_config.json's eos ids end a sequence too (transformers'
+// generate and vLLM read them there); a bad one names the file.
+TEST(HfCheckpoint, GenerationConfigEosIdsEndASequence) {
+  ScratchDir dir;
+  testing::write_file(dir.file("config.json"), kLlamaConfig);
+  write_safetensors(dir.file("model.safetensors"), tiny_llama_tensors());
+  testing::write_file(dir.file("generation_config.json"), R"({"eos_token_id": [2, 7], "temperature": 0.6})");
+  {
+    HfCheckpoint ck(dir.path());
+    EXPECT_EQ(ck.config().eos_token_id, 2);
+    EXPECT_TRUE(ck.config().is_eos(3)) << "config.json's [2, 3]";
+    EXPECT_TRUE(ck.config().is_eos(7));
+    EXPECT_FALSE(ck.config().is_eos(5));
+  }
+  testing::write_file(dir.file("generation_config.json"), R"({"eos_token_id": 99})");
+  expect_load_error([&] { HfCheckpoint c(dir.path()); },
+                    {"generation_config.json: field 'eos_token_id' holds 99, not a token id of the 12-token"});
+}
+
 // A multimodal Gemma 3 as the hub stores it: the text model under
 // language_model.model.*, no lm_head (tied), the vision tower and projector
 // beside it. Served under transformers' module tree, the image side left out.

@@ -351,6 +351,25 @@ TEST(HfConfig, Gemma3MultimodalHubConfigServesItsTextModel) {
   EXPECT_EQ(c.attn_logit_softcap, 0.0);
   EXPECT_EQ(c.final_logit_softcap, 0.0);
   for (int64_t l = 0; l < 34; ++l) EXPECT_EQ(c.layer_slides(l), (l + 1) % 6 != 0) << "layer " << l;
+  EXPECT_TRUE(c.is_eos(106)) << "<end_of_turn>, the wrapper's eos list";
+}
+
+// An eos list: the first is eos_token_id, every one ends a sequence.
+TEST(HfConfig, EveryIdOfAnEosListEndsASequence) {
+  const ModelConfig c = parse_hf_config(R"({"model_type": "llama", "vocab_size": 128256, "hidden_size": 16,
+      "intermediate_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2,
+      "eos_token_id": [128001, 128008, 128009]})",
+                                        "llama3.json");
+  EXPECT_EQ(c.eos_token_id, 128001);
+  EXPECT_TRUE(c.is_eos(128001) && c.is_eos(128008) && c.is_eos(128009));
+  EXPECT_FALSE(c.is_eos(5));
+  expect_load_error(
+      [] {
+        parse_hf_config(R"({"model_type": "llama", "vocab_size": 32, "hidden_size": 16, "intermediate_size": 32,
+            "num_hidden_layers": 1, "num_attention_heads": 2, "eos_token_id": [2, 40]})",
+                        "c.json");
+      },
+      {"c.json", "more_eos_token_ids", "40"});
 }
 
 TEST(HfConfig, Gemma3MultimodalErrorsNameTheField) {

@@ -5,6 +5,7 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <map>
 #include <random>
 #include <set>
@@ -12,6 +13,7 @@
 #include <nnsight/error.hpp>
 
 #include "support/tiny_engine.h"
+#include "support/tiny_models.h"
 #include "support/trace_beside.h"
 
 namespace nnsight {
@@ -167,6 +169,34 @@ TEST(Sampling, SeededSamplingIgnoresBatchCompanions) {
   // Different seeds give different samples (the test could not detect a constant sampler otherwise).
   auto other = generate(*alone, {prompts[3]}, SamplingParams(params).seed(99));
   EXPECT_NE(a.front(), other.front());
+}
+
+// Every id of the model's eos list ends a sequence (Llama 3 Instruct's
+// <|eot_id|> after <|end_of_text|>), unless the request ignores eos.
+TEST(Stopping, EveryEosIdOfTheModelStops) {
+  auto prompts = mixed_prompts();
+  auto free_run =
+      generate(*tiny_engine(EngineArgs().kv_cache_memory_mb(8), tiny_llama()), {prompts[1]}, greedy(10)).front();
+  ModelConfig cfg = testing::tiny_llama_config(false);
+  cfg.max_position = 256;
+  ASSERT_NE(cfg.eos_token_id, free_run[2]);
+  cfg.add_eos_token_id(free_run[2]);  // the third generated token's id, not eos_token_id
+  ASSERT_TRUE(cfg.is_eos(free_run[2]) && cfg.is_eos(cfg.eos_token_id));
+  auto model = create_causal_lm(cfg, tp::ParallelContext{}, at::TensorOptions().dtype(at::kFloat));
+  testing::randomize(*model, 11);  // tiny_llama()'s weights
+  auto engine = tiny_engine(EngineArgs().kv_cache_memory_mb(8), model);
+  runner::RequestInput in;
+  in.prompt_token_ids = prompts[1];
+  in.params = SamplingParams().temperature(0).max_tokens(10);
+  const auto id = engine->add_request(in);
+  const auto out = run_to_completion(*engine).at(id);
+  EXPECT_EQ(out.finish_reason, FinishReason::kStop);
+  const auto first = std::find_if(free_run.begin(), free_run.end(), [&](int32_t t) { return cfg.is_eos(t); });
+  ASSERT_LE(first - free_run.begin(), 2);
+  EXPECT_EQ(out.token_ids, std::vector<int32_t>(free_run.begin(), first + 1));
+  in.params = greedy(10);  // ignore_eos
+  const auto all = engine->add_request(in);
+  EXPECT_EQ(run_to_completion(*engine).at(all).token_ids, free_run);
 }
 
 TEST(Stopping, MaxTokensStopIdsAndAbort) {
