@@ -1,5 +1,7 @@
 #include "core/gguf/gguf_weights.h"
 
+#include "core/log.h"
+
 #include <ATen/ATen.h>
 
 #include <set>
@@ -65,9 +67,6 @@ void GgufWeights::read_config() {
   c.max_position = f.get_int_or(p + "context_length", c.max_position);
   c.bos_token_id = f.get_int_or("tokenizer.ggml.bos_token_id", -1);
   c.eos_token_id = f.get_int_or("tokenizer.ggml.eos_token_id", -1);
-  // llama.cpp ends generation at its end-of-turn and end-of-message ids too.
-  for (const char* key : {"tokenizer.ggml.eot_token_id", "tokenizer.ggml.eom_token_id"})
-    c.add_eos_token_id(f.get_int_or(key, -1));
 
   const GgufTensorInfo& embd = f.tensor("token_embd.weight");
   if (embd.dims.size() != 2 || embd.dims[0] != c.hidden_size) {
@@ -75,6 +74,16 @@ void GgufWeights::read_config() {
                     ", expected [" + std::to_string(c.hidden_size) + ", vocab]");
   }
   c.vocab_size = embd.dims[1];
+  // llama.cpp ends generation at its end-of-turn and end-of-message ids too,
+  // and ignores (with a warning) one outside the vocabulary.
+  for (const char* key : {"tokenizer.ggml.eot_token_id", "tokenizer.ggml.eom_token_id"}) {
+    const int64_t id = f.get_int_or(key, -1);
+    if (id >= c.vocab_size)
+      log_warning(f.path() + ": " + key + " = " + std::to_string(id) + " is outside the " +
+                  std::to_string(c.vocab_size) + "-token vocabulary; ignored");
+    else
+      c.add_eos_token_id(id);
+  }
   c.tie_word_embeddings = f.find_tensor("output.weight") == nullptr;
 
   if (arch == "gpt2") {

@@ -476,7 +476,9 @@ ModelConfig config_from_json(const json& j, const std::string& what) {
   // eos_token_id (read above), every one ends a sequence.
   if (const json* eos = f.get("eos_token_id"); eos != nullptr && eos->is_array())
     for (const json& id : *eos) {
-      if (!id.is_number_integer()) throw f.type_error("eos_token_id", *eos, "an integer or a list of integers");
+      if (!id.is_number_integer() || (id.is_number_unsigned() && id.get<uint64_t>() > INT64_MAX) ||
+          id.get<int64_t>() < 0)
+        throw f.type_error("eos_token_id", *eos, "a token id or a list of token ids");
       c.add_eos_token_id(id.get<int64_t>());
     }
   f.reject_unused(owner, harmless_keys());

@@ -120,6 +120,31 @@ TEST(GgufWeights, LlamaConfigComesFromMetadata) {
   EXPECT_EQ(w.describe(), dir.file("tiny.gguf"));
 }
 
+// llama.cpp's end-of-turn and end-of-message ids end a sequence too; one
+// equal to eos counts once; one outside the vocabulary is ignored (llama.cpp
+// warns), not a load error.
+TEST(GgufWeights, EndOfTurnIdsEndASequence) {
+  ScratchDir dir;
+  {
+    TinyLlama m = make_tiny_llama(/*tied=*/true);
+    m.writer.kv_u32("tokenizer.ggml.eot_token_id", 8).kv_u32("tokenizer.ggml.eom_token_id", 1);
+    m.writer.write(dir.file("eot.gguf"));
+    const GgufWeights w(dir.file("eot.gguf"));
+    const ModelConfig& c = w.config();
+    EXPECT_EQ(c.eos_token_id, 1);
+    EXPECT_TRUE(c.is_eos(8));
+    EXPECT_EQ(c.more_eos_token_ids, (std::vector<int64_t>{8}));
+  }
+  {
+    TinyLlama m = make_tiny_llama(/*tied=*/true);
+    m.writer.kv_u32("tokenizer.ggml.eot_token_id", 5000);
+    m.writer.write(dir.file("bad.gguf"));
+    const GgufWeights w(dir.file("bad.gguf"));
+    const ModelConfig& c = w.config();
+    EXPECT_TRUE(c.more_eos_token_ids.empty());
+  }
+}
+
 TEST(GgufWeights, EveryTensorEqualsTheHuggingFaceParameter) {
   ScratchDir dir;
   TinyLlama m = make_tiny_llama(/*tied=*/false);

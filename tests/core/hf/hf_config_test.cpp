@@ -370,6 +370,13 @@ TEST(HfConfig, EveryIdOfAnEosListEndsASequence) {
                         "c.json");
       },
       {"c.json", "more_eos_token_ids", "40"});
+  expect_load_error(
+      [] {
+        parse_hf_config(R"({"model_type": "llama", "vocab_size": 32, "hidden_size": 16, "intermediate_size": 32,
+            "num_hidden_layers": 1, "num_attention_heads": 2, "eos_token_id": [2, -5]})",
+                        "c.json");
+      },
+      {"c.json", "field 'eos_token_id' = [2,-5]"});
 }
 
 TEST(HfConfig, Gemma3MultimodalErrorsNameTheField) {

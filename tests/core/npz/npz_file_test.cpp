@@ -39,7 +39,9 @@ TEST(NpzFile, ReadsNumpysStoredArraysAlsoInZip64FortranOrderAndFloat16) {
     const at::Tensor a = plain.load_float(name);
     EXPECT_EQ(a.scalar_type(), at::kFloat);
     EXPECT_TRUE(at::equal(zip64.load_float(name), a)) << name;
-    if (std::string(name) != "b_dec") EXPECT_TRUE(at::equal(odd.load_float(name), a)) << name;
+    if (std::string(name) != "b_dec") {
+      EXPECT_TRUE(at::equal(odd.load_float(name), a)) << name;
+    }
   }
   // The float16 copy is the float32 array rounded, as NumPy's astype rounds it.
   const SafetensorsFile ref(fixture("reference.safetensors"));
@@ -47,6 +49,23 @@ TEST(NpzFile, ReadsNumpysStoredArraysAlsoInZip64FortranOrderAndFloat16) {
   EXPECT_FALSE(at::equal(odd.load_float("b_dec"), plain.load_float("b_dec"))) << "the fixture rounds something";
   // Fortran order: the same C-order values (W_enc[i][j]), not the raw column-major bytes.
   EXPECT_EQ(odd.load_float("W_enc")[2][5].item<float>(), plain.load_float("W_enc")[2][5].item<float>());
+}
+
+// An end-of-directory record that defers to the zip64 one (entries 0xFFFF,
+// offset 0xFFFFFFFF), as in archives over 4 GiB: the zip64 record is read.
+TEST(NpzFile, AnEndRecordDeferringToZip64IsRead) {
+  std::ifstream in(fixture("zip64.npz"), std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const size_t eocd = bytes.rfind(std::string("PK\x05\x06", 4));
+  ASSERT_NE(eocd, std::string::npos);
+  ASSERT_NE(bytes.rfind(std::string("PK\x06\x07", 4)), std::string::npos) << "the fixture has a zip64 locator";
+  for (size_t i : {8, 9, 10, 11}) bytes[eocd + i] = '\xff';    // entries on this disk, in all
+  for (size_t i : {16, 17, 18, 19}) bytes[eocd + i] = '\xff';  // the directory's offset
+  testing::ScratchDir dir;
+  std::ofstream(dir.file("deferred.npz"), std::ios::binary) << bytes;
+  const NpzFile f(dir.file("deferred.npz"));
+  ASSERT_EQ(f.arrays().size(), 5u);
+  EXPECT_TRUE(at::equal(f.load_float("W_dec"), NpzFile(fixture("params.npz")).load_float("W_dec")));
 }
 
 TEST(NpzFile, CompressedAndBrokenArchivesAreErrorsNamingTheFile) {
