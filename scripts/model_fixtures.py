@@ -165,6 +165,17 @@ def variant_specs():
     }
 
 
+def gemma3_text_v5(layer_types):
+    """Gemma 3's text model in 5.x's spelling (rope_parameters per layer type), with `layer_types`."""
+    return transformers.Gemma3TextConfig(**{**common, "tie_word_embeddings": True}, head_dim=16,
+                                         hidden_activation="gelu_pytorch_tanh", query_pre_attn_scalar=24,
+                                         sliding_window=WINDOW, layer_types=layer_types,
+                                         rope_parameters={
+                                             "full_attention": {"rope_type": "linear", "factor": 2.0,
+                                                                "rope_theta": 100000.0},
+                                             "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}})
+
+
 def arch_specs_v5():
     """The architectures of arch_specs() (not the *_gguf ones) as transformers 5.x
     spells them: rope_parameters (flat, or one dict per layer type for Gemma 3),
@@ -200,15 +211,7 @@ def arch_specs_v5():
                                                "long_factor": [1.0 + 0.5 * i for i in range(8)],
                                                "original_max_position_embeddings": 64}),
                  C.Phi3ForCausalLM, "model.layers.0.mlp.gate_up_proj"),
-        "gemma3_text": (C.Gemma3TextConfig(**{**common, "tie_word_embeddings": True}, head_dim=16,
-                                           hidden_activation="gelu_pytorch_tanh", query_pre_attn_scalar=24,
-                                           sliding_window=WINDOW,
-                                           layer_types=["full_attention", "sliding_attention"],
-                                           rope_parameters={
-                                               "full_attention": {"rope_type": "linear", "factor": 2.0,
-                                                                  "rope_theta": 100000.0},
-                                               "sliding_attention": {"rope_type": "default",
-                                                                     "rope_theta": 10000.0}}),
+        "gemma3_text": (gemma3_text_v5(["full_attention", "sliding_attention"]),
                         C.Gemma3ForCausalLM, "model.layers.1.self_attn.q_norm"),
         "mixtral": (C.MixtralConfig(**{**common, "intermediate_size": 64}, head_dim=16, num_local_experts=4,
                                     num_experts_per_tok=2, sliding_window=None, rms_norm_eps=1e-5),
@@ -222,15 +225,7 @@ def arch_specs_v5():
         # a tiny SigLIP tower beside the text model, whose text part the engine serves.
         # The image tokens lie outside the ids the fixture draws (3 .. IMAGE_TOKENS[0] - 1).
         "gemma3": (C.Gemma3Config(
-            text_config=C.Gemma3TextConfig(**{**common, "tie_word_embeddings": True}, head_dim=16,
-                                           hidden_activation="gelu_pytorch_tanh", query_pre_attn_scalar=24,
-                                           sliding_window=WINDOW,
-                                           layer_types=["sliding_attention", "full_attention"],
-                                           rope_parameters={
-                                               "full_attention": {"rope_type": "linear", "factor": 2.0,
-                                                                  "rope_theta": 100000.0},
-                                               "sliding_attention": {"rope_type": "default",
-                                                                     "rope_theta": 10000.0}}).to_dict(),
+            text_config=gemma3_text_v5(["sliding_attention", "full_attention"]).to_dict(),
             vision_config=C.SiglipVisionConfig(hidden_size=16, intermediate_size=32, num_hidden_layers=1,
                                                num_attention_heads=2, image_size=28, patch_size=14).to_dict(),
             mm_tokens_per_image=4, image_token_index=IMAGE_TOKENS[0], boi_token_index=IMAGE_TOKENS[1],
