@@ -41,8 +41,8 @@ from transformers.masking_utils import AttentionMaskInterface, eager_mask
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import model_fixtures  # noqa: E402
 
-ARCHS = ["mistral", "qwen3", "gemma", "gemma2", "gemma3_text", "gpt_neox", "olmo2", "phi3", "mixtral", "qwen3_moe",
-         "gpt2"]
+ARCHS = ["llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3_text", "gpt_neox", "olmo2", "olmo3",
+         "smollm3", "phi3", "mixtral", "qwen3_moe", "gpt2"]
 ABLATE_LAYER, ABLATE_HEAD = 1, 1
 
 state = {"layers": {}, "ablate": None}
@@ -89,7 +89,7 @@ def resid_mid_module(arch, layer):
         return layer.ln_2
     if arch in ("gemma2", "gemma3_text"):
         return layer.pre_feedforward_layernorm
-    if arch == "olmo2":
+    if arch in ("olmo2", "olmo3"):
         return layer.mlp
     if arch == "gpt_neox":
         return None if layer.use_parallel_residual else layer.post_attention_layernorm

@@ -56,6 +56,12 @@ common = dict(
 )
 
 
+# Llama 3.1's own rope scaling (llama.cpp's converter of the pinned version
+# reads the original length only from there or its 8192 default).
+LLAMA3_SCALING = {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                  "original_max_position_embeddings": 8192}
+
+
 def arch_specs():
     C = transformers
     return {
@@ -117,6 +123,16 @@ def arch_specs():
                                             norm_topk_prob=True, sliding_window=None, use_sliding_window=False,
                                             rms_norm_eps=1e-6),
                            C.Qwen3MoeForCausalLM, "model.layers.1.mlp.experts.2"),
+        # Last, so that the fixtures above keep their seeds. Llama 3.x's rope
+        # (llama3 scaling: with this base and head size frequencies 0-3 are
+        # kept, 4 smoothed, 5-7 divided by the factor) and 3.2's tied head; Qwen2's q/k/v biases (its o_proj has none) and
+        # the sliding-window fields Qwen2.5's configs carry, switched off.
+        "llama": (C.LlamaConfig(**{**common, "tie_word_embeddings": True}, head_dim=16, rms_norm_eps=1e-5,
+                                rope_theta=500000.0, rope_scaling=LLAMA3_SCALING),
+                  C.LlamaForCausalLM, "model.layers.1.self_attn.o_proj"),
+        "qwen2": (C.Qwen2Config(**{**common, "tie_word_embeddings": True}, rms_norm_eps=1e-6, rope_theta=1e6,
+                                use_sliding_window=False, sliding_window=32, max_window_layers=1),
+                  C.Qwen2ForCausalLM, "model.layers.0.self_attn.v_proj"),
     }
 
 ROUTERS = {"mixtral": "model.layers.1.block_sparse_moe.gate", "qwen3_moe": "model.layers.1.mlp.gate",
@@ -131,7 +147,7 @@ def variant_specs():
     rotary fractions, sequential residual, other MoE routing."""
     C = transformers
     c4 = {**common, "num_hidden_layers": 4}
-    return {
+    specs = {
         "mistral": (C.MistralConfig(**c4, head_dim=16, sliding_window=4), C.MistralForCausalLM, "model.layers.2.mlp"),
         "qwen3": (C.Qwen3Config(**{**c4, "num_key_value_heads": 4, "tie_word_embeddings": True}, head_dim=16,
                                 attention_bias=True, sliding_window=None),
@@ -162,7 +178,26 @@ def variant_specs():
                                        moe_intermediate_size=32, decoder_sparse_step=2, mlp_only_layers=[],
                                        norm_topk_prob=True, sliding_window=None),
                       C.Qwen3MoeForCausalLM, "model.layers.1.mlp.gate"),
+        "llama": (C.LlamaConfig(**{**c4, "num_key_value_heads": 1}, head_dim=16, attention_bias=True, mlp_bias=True),
+                  C.LlamaForCausalLM, "model.layers.3.mlp.down_proj"),
+        "qwen2": (C.Qwen2Config(**{**c4, "num_key_value_heads": 4}, rope_theta=10000.0,
+                                rope_scaling={"rope_type": "yarn", "factor": 2.0}),
+                  C.Qwen2ForCausalLM, "model.layers.2.self_attn.q_proj"),
     }
+    if V5:  # model types newer than transformers 4.51
+        specs["olmo3"] = (C.Olmo3Config(**{**c4, "num_key_value_heads": 1}, sliding_window=3, attention_bias=True,
+                                        layer_types=["full_attention", "sliding_attention", "full_attention",
+                                                     "sliding_attention"],
+                                        rope_parameters={
+                                            "full_attention": {"rope_type": "yarn", "rope_theta": 500000.0,
+                                                               "factor": 8.0, "attention_factor": 1.3,
+                                                               "beta_fast": 8, "beta_slow": 2},
+                                            "sliding_attention": {"rope_type": "default", "rope_theta": 500000.0}}),
+                          C.Olmo3ForCausalLM, "model.layers.1.mlp")
+        specs["smollm3"] = (C.SmolLM3Config(**c4, no_rope_layers=[0, 1, 1, 0],
+                                            rope_scaling={"rope_type": "yarn", "factor": 2.0}),
+                            C.SmolLM3ForCausalLM, "model.layers.0.self_attn.q_proj")
+    return specs
 
 
 def gemma3_text_v5(layer_types):
@@ -231,6 +266,30 @@ def arch_specs_v5():
             mm_tokens_per_image=4, image_token_index=IMAGE_TOKENS[0], boi_token_index=IMAGE_TOKENS[1],
             eoi_token_index=IMAGE_TOKENS[2], tie_word_embeddings=True),
             C.Gemma3ForConditionalGeneration, "model.language_model.layers.0.mlp"),
+        "llama": (C.LlamaConfig(**{**common, "tie_word_embeddings": True}, head_dim=16, rms_norm_eps=1e-5,
+                                rope_parameters={"rope_type": "llama3", "rope_theta": 500000.0,
+                                                 **{k: v for k, v in LLAMA3_SCALING.items() if k != "rope_type"}}),
+                  C.LlamaForCausalLM, "model.layers.1.self_attn.o_proj"),
+        "qwen2": (C.Qwen2Config(**{**common, "tie_word_embeddings": True}, rms_norm_eps=1e-6,
+                                rope_parameters={"rope_type": "default", "rope_theta": 1e6},
+                                use_sliding_window=False, sliding_window=32, max_window_layers=1),
+                  C.Qwen2ForCausalLM, "model.layers.0.self_attn.v_proj"),
+        # OLMo 3 (transformers 4.57+, so 5.x only here): OLMo 2's layer, a window on
+        # all but every 4th layer, YaRN on the full-attention layers only (the
+        # ramp spans dimensions 0..2 with this base and original length), the
+        # sliding layers on a base of their own.
+        "olmo3": (C.Olmo3Config(**{**common, "num_hidden_layers": 4}, rms_norm_eps=1e-6, sliding_window=WINDOW,
+                                rope_parameters={
+                                    "full_attention": {"rope_type": "yarn", "rope_theta": 10000.0, "factor": 4.0,
+                                                       "original_max_position_embeddings": 32},
+                                    "sliding_attention": {"rope_type": "default", "rope_theta": 500000.0}}),
+                  C.Olmo3ForCausalLM, "model.layers.3.self_attn.q_norm"),
+        # SmolLM3 (transformers 4.53+, so 5.x only here): Llama's layer, tied head,
+        # no rotary embedding on every 2nd layer.
+        "smollm3": (C.SmolLM3Config(**{**common, "num_hidden_layers": 4, "tie_word_embeddings": True},
+                                    no_rope_layer_interval=2,
+                                    rope_parameters={"rope_type": "default", "rope_theta": 2e6}),
+                    C.SmolLM3ForCausalLM, "model.layers.1.self_attn.k_proj"),
     }
 
 

@@ -24,7 +24,7 @@ namespace nnsight {
 template <class A>
 void serialize(A& ar, RopeScaling& r) {
   ar(r.type, r.factor, r.low_freq_factor, r.high_freq_factor, r.original_max_position, r.short_factor, r.long_factor,
-     r.attention_factor);
+     r.attention_factor, r.beta_fast, r.beta_slow, r.truncate);
 }
 
 template <class A>
@@ -34,7 +34,7 @@ void serialize(A& ar, ModelConfig& c) {
      c.attention_bias, c.mlp_bias, c.hidden_act, c.bos_token_id, c.eos_token_id, c.sliding_window, c.sliding_layers,
      c.rope_local_theta, c.rotary_dim, c.attn_logit_softcap, c.final_logit_softcap, c.query_pre_attn_scalar,
      c.parallel_residual, c.num_experts, c.num_experts_per_token, c.moe_intermediate_size, c.norm_topk_prob,
-     c.moe_layers, c.multimodal, c.more_eos_token_ids);
+     c.moe_layers, c.multimodal, c.more_eos_token_ids, c.attention_out_bias, c.model_type, c.nope_layers);
 }
 
 }  // namespace nnsight

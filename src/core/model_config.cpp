@@ -75,6 +75,10 @@ void ModelConfig::validate() const {
     bad(*this, "sliding_layers",
         "has " + std::to_string(sliding_layers.size()) + " entries for " + std::to_string(num_layers) + " layers");
   }
+  if (!nope_layers.empty() && static_cast<int64_t>(nope_layers.size()) != num_layers) {
+    bad(*this, "nope_layers",
+        "has " + std::to_string(nope_layers.size()) + " entries for " + std::to_string(num_layers) + " layers");
+  }
   if (attn_logit_softcap < 0 || final_logit_softcap < 0 || query_pre_attn_scalar < 0 || rope_local_theta < 0) {
     bad(*this, "softcap / query_pre_attn_scalar / rope_local_theta", "must not be negative");
   }
@@ -97,6 +101,19 @@ void ModelConfig::validate() const {
       bad(*this, "rope_scaling.high_freq_factor",
           "= " + std::to_string(r.high_freq_factor) +
               " must exceed low_freq_factor = " + std::to_string(r.low_freq_factor) + " > 0");
+    }
+    positive(*this, "rope_scaling.original_max_position", r.original_max_position);
+  }
+  if (rope_scaling.type == "yarn") {
+    const RopeScaling& r = rope_scaling;
+    if (!(r.factor > 0.0) || !std::isfinite(r.factor)) {
+      bad(*this, "rope_scaling.factor", "= " + std::to_string(r.factor) + ", must be positive");
+    }
+    if (!(r.attention_factor > 0.0) || !std::isfinite(r.attention_factor)) {
+      bad(*this, "rope_scaling.attention_factor", "= " + std::to_string(r.attention_factor) + ", must be positive");
+    }
+    if (!(r.beta_fast > 0.0) || !(r.beta_slow > 0.0)) {
+      bad(*this, "rope_scaling.beta_fast", "and beta_slow must be positive");
     }
     positive(*this, "rope_scaling.original_max_position", r.original_max_position);
   }

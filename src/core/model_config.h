@@ -11,7 +11,10 @@ namespace nnsight {
 // Rotary frequency scaling. type "" with factor 0 = none; "llama3" (Llama 3: factor,
 // low/high_freq_factor, original_max_position); "longrope" (Phi-3:
 // per-frequency short/long factors, chosen by the context length, and an
-// attention factor on cos/sin); "linear" (positions divided by factor).
+// attention factor on cos/sin); "linear" (positions divided by factor);
+// "yarn" (YaRN: frequencies below the beta_slow..beta_fast band divided by
+// factor, above it kept, a linear ramp between; cos/sin times the attention
+// factor).
 struct RopeScaling {
   double factor = 0.0;
   double low_freq_factor = 1.0;
@@ -19,7 +22,10 @@ struct RopeScaling {
   int64_t original_max_position = 8192;
   std::string type;
   std::vector<double> short_factor, long_factor;  // longrope: [rotary_dim / 2] each
-  double attention_factor = 0.0;                  // longrope: 0 = derived from factor
+  double attention_factor = 0.0;                  // longrope: 0 = derived from factor; yarn: as given or derived
+  double beta_fast = 32.0;                        // yarn: rotations where extrapolation ends
+  double beta_slow = 1.0;                         // yarn: rotations where interpolation begins
+  bool truncate = true;                           // yarn: the band's ends rounded outward to whole dimensions
 
   // Llama 3 scaling (type "llama3", or a factor with no type: what GGUF files give).
   bool is_llama3() const { return factor != 0.0 && (type.empty() || type == "llama3"); }
@@ -31,7 +37,11 @@ const std::vector<std::string>& supported_architectures();
 
 struct ModelConfig {
   std::string architecture;  // one of supported_architectures()
-  std::string name;          // free text for logs
+  // The checkpoint's Hugging Face model_type where several share one
+  // architecture ("mistral", "qwen2" run as "llama"): the modules take its
+  // class names (Qwen2Attention) as transformers' do. "" = architecture's.
+  std::string model_type;
+  std::string name;  // free text for logs
   int64_t vocab_size = 0;
   int64_t hidden_size = 0;
   int64_t intermediate_size = 0;
@@ -44,7 +54,8 @@ struct ModelConfig {
   double rope_theta = 10000.0;
   RopeScaling rope_scaling;
   bool tie_word_embeddings = false;
-  bool attention_bias = false;  // q/k/v/o biases (llama variants such as Qwen use them)
+  bool attention_bias = false;     // q/k/v/o biases (llama variants such as Qwen use them)
+  bool attention_out_bias = true;  // with attention_bias, o_proj's too (Qwen2: q/k/v only)
   bool mlp_bias = false;
   std::string hidden_act = "silu";  // llama: silu; gpt2: gelu_new
   int64_t bos_token_id = -1;
@@ -64,6 +75,7 @@ struct ModelConfig {
   // empty sliding_layers with a window means every layer slides (Mistral).
   int64_t sliding_window = 0;
   std::vector<bool> sliding_layers;
+  std::vector<bool> nope_layers;       // SmolLM3: layers without a rotary embedding (empty = none)
   double rope_local_theta = 0.0;       // Gemma 3: rope base of sliding layers (0: rope_theta)
   int64_t rotary_dim = 0;              // rotated features per head (GPT-NeoX rotary_pct); 0 = head_dim
   double attn_logit_softcap = 0.0;     // Gemma 2: cap * tanh(score / cap); 0 = off
@@ -104,6 +116,12 @@ struct ModelConfig {
     if (sliding_window <= 0) return false;
     if (sliding_layers.empty()) return true;
     return layer >= 0 && layer < static_cast<int64_t>(sliding_layers.size()) && sliding_layers[layer];
+  }
+
+  // True when `layer` rotates its queries and keys (all but SmolLM3's NoPE layers).
+  bool layer_rotates(int64_t layer) const {
+    return nope_layers.empty() || layer < 0 || layer >= static_cast<int64_t>(nope_layers.size()) ||
+           !nope_layers[static_cast<size_t>(layer)];
   }
 
   // Throws ConfigError naming the first inconsistent field.

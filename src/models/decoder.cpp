@@ -55,6 +55,13 @@ RotaryAttention::RotaryAttention(const ModelConfig& cfg, const tp::ParallelConte
   kv_ = kv_head_layout(cfg, world);
   local_heads_ = heads_.local_size();
   local_kv_heads_ = kv_.local_size();
+  if (spec_.qk_norm == AttentionSpec::QkNorm::kWhole && world > nkv) {
+    // The norm needs the whole key projection; ranks sharing a replicated KV head cannot gather it.
+    throw ConfigError("tensor-parallel size (" + std::to_string(world) + ") exceeds the number of key/value heads (" +
+                      std::to_string(nkv) + "): " + spec_.type_name +
+                      "'s k_norm normalizes the whole key projection, which needs each rank to hold its own KV "
+                      "heads; use a tensor-parallel size of at most " + std::to_string(nkv));
+  }
   if (spec_.scale == 0.0) spec_.scale = 1.0 / std::sqrt(static_cast<double>(d));
   const bool b = spec_.qkv_bias;
   switch (spec_.qkv) {

@@ -12,6 +12,18 @@
 #include "tp/sharding.h"
 
 namespace nnsight {
+namespace {
+
+// The class names transformers gives the checkpoint's modules: Llama's,
+// Mistral's, Qwen2's or SmolLM3's (the same computation).
+std::string type_prefix(const ModelConfig& cfg) {
+  if (cfg.model_type == "mistral") return "Mistral";
+  if (cfg.model_type == "qwen2") return "Qwen2";
+  if (cfg.model_type == "smollm3") return "SmolLM3";
+  return "Llama";
+}
+
+}  // namespace
 
 // Every rank's KV heads: an even split when there are at least as many KV
 // heads as ranks, else one replicated head shared by world/kv_heads ranks
@@ -32,7 +44,7 @@ tp::ShardLayout llama_kv_head_layout(const ModelConfig& cfg, int world) {
 
 LlamaAttention::LlamaAttention(const ModelConfig& cfg, const tp::ParallelContext& ctx, const at::TensorOptions& opts,
                                std::shared_ptr<const kernels::RotaryEmbedding> rotary)
-    : Module("LlamaAttention"), head_dim_(cfg.head_dim), rotary_(std::move(rotary)) {
+    : Module(type_prefix(cfg) + "Attention"), head_dim_(cfg.head_dim), rotary_(std::move(rotary)) {
   set_output_tuple_size(2);
   const int64_t d = cfg.head_dim, hidden = cfg.hidden_size;
   const tp::ShardLayout heads = tp::ShardLayout::even(cfg.num_heads, ctx.world_size(), "number of attention heads");
@@ -48,7 +60,8 @@ LlamaAttention::LlamaAttention(const ModelConfig& cfg, const tp::ParallelContext
       register_module("k_proj", std::make_shared<tp::ColumnParallelLinear>(hidden, b, ctx, kv.scaled(d), false, opts));
   v_proj =
       register_module("v_proj", std::make_shared<tp::ColumnParallelLinear>(hidden, b, ctx, kv.scaled(d), false, opts));
-  o_proj = register_module("o_proj", std::make_shared<tp::RowParallelLinear>(hidden, b, ctx, heads.scaled(d), opts));
+  o_proj = register_module("o_proj", std::make_shared<tp::RowParallelLinear>(hidden, b && cfg.attention_out_bias, ctx,
+                                                                             heads.scaled(d), opts));
   points = std::make_unique<AttentionPoints>(*this, ctx, heads, kv, d);
 }
 
@@ -62,16 +75,18 @@ at::Tensor LlamaAttention::forward(const at::Tensor& x, const batching::BatchMet
     // Rotated copies where hooks saw the projections' outputs (those stay as
     // the hooks saw them); otherwise no one else holds the outputs, and they
     // are rotated in place (two copies fewer per layer and step).
-    if (q_proj->has_hooks()) q = q.clone();
-    if (k_proj->has_hooks()) k = k.clone();
-    rotary_->apply_qk_(q, k, meta.positions);
+    if (rotary_ != nullptr) {  // SmolLM3's NoPE layers have none
+      if (q_proj->has_hooks()) q = q.clone();
+      if (k_proj->has_hooks()) k = k.clone();
+      rotary_->apply_qk_(q, k, meta.positions);
+    }
     at::Tensor o = points->attend(q, k, v, kv, meta, scale_, options_);  // [T, heads, d]
     return o_proj->forward(kernels::reshaped(o, {t, local_heads_ * head_dim_}));
   });
 }
 
 LlamaMLP::LlamaMLP(const ModelConfig& cfg, const tp::ParallelContext& ctx, const at::TensorOptions& opts)
-    : Module("LlamaMLP") {
+    : Module(type_prefix(cfg) + "MLP") {
   const tp::ShardLayout cols =
       tp::ShardLayout::even(cfg.intermediate_size, ctx.world_size(), "intermediate (MLP) size");
   const bool b = cfg.mlp_bias;
@@ -97,13 +112,14 @@ at::Tensor LlamaMLP::forward(const at::Tensor& x) {
 LlamaDecoderLayer::LlamaDecoderLayer(const ModelConfig& cfg, const tp::ParallelContext& ctx,
                                      const at::TensorOptions& opts,
                                      std::shared_ptr<const kernels::RotaryEmbedding> rotary)
-    : Module("LlamaDecoderLayer") {
+    : Module(type_prefix(cfg) + "DecoderLayer") {
   self_attn = register_module("self_attn", std::make_shared<LlamaAttention>(cfg, ctx, opts, std::move(rotary)));
   mlp = register_module("mlp", std::make_shared<LlamaMLP>(cfg, ctx, opts));
-  input_layernorm = register_module("input_layernorm",
-                                    std::make_shared<RMSNorm>("LlamaRMSNorm", cfg.hidden_size, cfg.norm_eps, opts));
-  post_attention_layernorm = register_module(
-      "post_attention_layernorm", std::make_shared<RMSNorm>("LlamaRMSNorm", cfg.hidden_size, cfg.norm_eps, opts));
+  input_layernorm = register_module(
+      "input_layernorm", std::make_shared<RMSNorm>(type_prefix(cfg) + "RMSNorm", cfg.hidden_size, cfg.norm_eps, opts));
+  post_attention_layernorm =
+      register_module("post_attention_layernorm",
+                      std::make_shared<RMSNorm>(type_prefix(cfg) + "RMSNorm", cfg.hidden_size, cfg.norm_eps, opts));
   resid_mid = register_module("resid_mid", std::make_shared<HookPoint>());
 }
 
@@ -120,18 +136,19 @@ at::Tensor LlamaDecoderLayer::forward(const at::Tensor& x, const batching::Batch
 }
 
 LlamaModel::LlamaModel(const ModelConfig& cfg, const tp::ParallelContext& ctx, const at::TensorOptions& opts)
-    : Module("LlamaModel"), max_position_(cfg.max_position) {
+    : Module(type_prefix(cfg) + "Model"), max_position_(cfg.max_position) {
   auto rotary = std::make_shared<const kernels::RotaryEmbedding>(cfg.head_dim, cfg.max_position, cfg.rope_theta,
                                                                  cfg.rope_scaling);
   embed_tokens = register_module(
       "embed_tokens", std::make_shared<tp::VocabParallelEmbedding>(cfg.vocab_size, cfg.hidden_size, ctx, opts));
   layers = register_module("layers", torch::nn::ModuleList());
   for (int64_t i = 0; i < cfg.num_layers; ++i) {
-    auto layer = std::make_shared<LlamaDecoderLayer>(cfg, ctx, opts, rotary);
+    auto layer = std::make_shared<LlamaDecoderLayer>(cfg, ctx, opts, cfg.layer_rotates(i) ? rotary : nullptr);
     layers->push_back(layer);
     layer_ptrs.push_back(layer);
   }
-  norm = register_module("norm", std::make_shared<RMSNorm>("LlamaRMSNorm", cfg.hidden_size, cfg.norm_eps, opts));
+  norm = register_module("norm",
+                         std::make_shared<RMSNorm>(type_prefix(cfg) + "RMSNorm", cfg.hidden_size, cfg.norm_eps, opts));
 }
 
 at::Tensor LlamaModel::forward(const at::Tensor& tokens, const batching::BatchMeta& meta, std::vector<KVCache>& kv) {
@@ -148,7 +165,7 @@ at::Tensor LlamaModel::forward(const at::Tensor& tokens, const batching::BatchMe
 
 LlamaForCausalLM::LlamaForCausalLM(const ModelConfig& cfg, const tp::ParallelContext& ctx,
                                    const at::TensorOptions& opts)
-    : CausalLM("LlamaForCausalLM", cfg, ctx, opts) {
+    : CausalLM(type_prefix(cfg) + "ForCausalLM", cfg, ctx, opts) {
   model = register_module("model", std::make_shared<LlamaModel>(config_, ctx_, options_));
   lm_head = register_module(
       "lm_head", std::make_shared<tp::ParallelLMHead>(config_.vocab_size, config_.hidden_size, ctx_, options_));

@@ -29,8 +29,9 @@
 namespace nnsight {
 namespace {
 
-const std::vector<std::string> kArchs = {"mistral", "qwen3", "gemma",   "gemma2",    "gemma3_text", "gpt_neox",
-                                         "olmo2",   "phi3",  "mixtral", "qwen3_moe", "gpt2"};
+const std::vector<std::string> kArchs = {"llama",   "mistral",     "qwen2",    "qwen3",     "gemma",
+                                         "gemma2",  "gemma3_text", "gpt_neox", "olmo2",     "olmo3",
+                                         "smollm3", "phi3",        "mixtral",  "qwen3_moe", "gpt2"};
 const char* const kPoints[] = {"q", "k", "v", "scores", "pattern", "z"};
 constexpr double kTol = 1e-5;
 

@@ -19,7 +19,6 @@
 namespace nnsight {
 namespace {
 
-
 void check_alone_equals_batched(const ModelConfig& cfg, at::ScalarType dtype, uint64_t seed) {
   at::NoGradGuard no_grad;
   auto model = create_causal_lm(cfg, tp::ParallelContext{}, at::TensorOptions().dtype(dtype));

@@ -37,8 +37,11 @@ TEST_P(GgufFixture, TensorsEqualTheHuggingFaceCheckpoint) {
   EXPECT_EQ(g.num_layers, h.num_layers);
   EXPECT_EQ(g.num_kv_heads, h.num_kv_heads);
   EXPECT_EQ(g.rotary_dim, h.rotary_dim);
-  // llama.cpp's converter writes Gemma 3's tied head as a tensor of its own (equal values, checked below).
-  if (arch != "gemma3_gguf") {
+  // llama.cpp's converter writes Gemma 3's tied head as a tensor of its own,
+  // and Llama's and Qwen2's too when the checkpoint stores it (these
+  // fixtures do: save_pretrained with an explicit state dict); equal values,
+  // checked below.
+  if (arch != "gemma3_gguf" && arch != "llama" && arch != "qwen2") {
     EXPECT_EQ(g.tie_word_embeddings, h.tie_word_embeddings);
   }
   EXPECT_EQ(g.num_experts, h.num_experts);
@@ -46,7 +49,18 @@ TEST_P(GgufFixture, TensorsEqualTheHuggingFaceCheckpoint) {
   EXPECT_EQ(g.sliding_window, h.sliding_window);
   EXPECT_EQ(g.sliding_layers, h.sliding_layers);
   EXPECT_EQ(g.query_pre_attn_scalar, h.query_pre_attn_scalar);
-  EXPECT_EQ(g.rope_scaling.type, h.rope_scaling.type);
+  // Llama 3's scaling comes back from the divisors llama.cpp stores (rope_freqs.weight).
+  if (h.rope_scaling.type == "llama3") {
+    EXPECT_TRUE(g.rope_scaling.is_llama3()) << arch;
+    EXPECT_EQ(g.rope_scaling.factor, h.rope_scaling.factor);
+    EXPECT_EQ(g.rope_scaling.low_freq_factor, h.rope_scaling.low_freq_factor);
+    EXPECT_EQ(g.rope_scaling.high_freq_factor, h.rope_scaling.high_freq_factor);
+    EXPECT_EQ(g.rope_scaling.original_max_position, h.rope_scaling.original_max_position);
+  } else {
+    EXPECT_EQ(g.rope_scaling.type, h.rope_scaling.type);
+  }
+  EXPECT_EQ(g.attention_bias, h.attention_bias);
+  EXPECT_EQ(g.attention_bias && g.attention_out_bias, h.attention_bias && h.attention_out_bias);
   int compared = 0;
   for (const std::string& name : hf->names()) {
     ASSERT_TRUE(gguf->has(name)) << arch << ": GGUF lacks " << name;
@@ -97,8 +111,8 @@ TEST_P(GgufFixture, LogitsAndLayersMatchTransformers) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, GgufFixture,
-                         ::testing::Values("qwen3", "olmo2", "phi3", "gpt_neox", "gemma", "gemma2_gguf", "gemma3_gguf",
-                                           "mixtral", "qwen3_moe_gguf"),
+                         ::testing::Values("llama", "qwen2", "qwen3", "olmo2", "phi3", "gpt_neox", "gemma",
+                                           "gemma2_gguf", "gemma3_gguf", "mixtral", "qwen3_moe_gguf"),
                          [](const ::testing::TestParamInfo<std::string>& i) { return i.param; });
 
 }  // namespace

@@ -73,12 +73,13 @@ TEST_P(HfFixtureEngine, TraceAblationAtHuggingFacePath) {
   EXPECT_LE(rel, 1e-4) << arch << " with " << path << " zeroed";
 }
 
-const std::vector<std::string> kArchs = {"mistral", "qwen3", "gemma",       "gemma2",  "gpt_neox",
-                                         "olmo2",   "phi3",  "gemma3_text", "mixtral", "qwen3_moe"};
-// transformers 5.x also wrote a multimodal Gemma 3 (its text model served).
+const std::vector<std::string> kArchs = {"llama",    "mistral", "qwen2", "qwen3",       "gemma",   "gemma2",
+                                         "gpt_neox", "olmo2",   "phi3",  "gemma3_text", "mixtral", "qwen3_moe"};
+// transformers 5.x also wrote a multimodal Gemma 3 (its text model served)
+// and OLMo 3 and SmolLM3 (newer than 4.51).
 std::vector<std::string> v5_archs() {
   std::vector<std::string> a = kArchs;
-  a.push_back("gemma3");
+  for (const char* arch : {"gemma3", "olmo3", "smollm3"}) a.push_back(arch);
   return a;
 }
 INSTANTIATE_TEST_SUITE_P(Models, HfFixtureEngine, ::testing::ValuesIn(testing::hf_fixtures(kArchs, v5_archs())),

@@ -19,6 +19,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <map>
 #include <numeric>
@@ -346,11 +347,64 @@ TEST_P(HfFixture, TensorParallelTwoRanksEqualsOne) {
 
 INSTANTIATE_TEST_SUITE_P(Models, HfFixture,
                          ::testing::ValuesIn(testing::hf_fixtures(
-                             {"mistral", "qwen3", "gemma", "gemma2", "gpt_neox", "olmo2", "phi3", "gemma3_text",
-                              "mixtral", "qwen3_moe", "gemma2_gguf", "gemma3_gguf", "qwen3_moe_gguf"},
-                             {"mistral", "qwen3", "gemma", "gemma2", "gpt_neox", "olmo2", "phi3", "gemma3_text",
-                              "mixtral", "qwen3_moe", "gemma3"})),
+                             {"llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gpt_neox", "olmo2", "phi3",
+                              "gemma3_text", "mixtral", "qwen3_moe", "gemma2_gguf", "gemma3_gguf", "qwen3_moe_gguf"},
+                             {"llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gpt_neox", "olmo2", "phi3",
+                              "gemma3_text", "mixtral", "qwen3_moe", "gemma3", "olmo3", "smollm3"})),
                          testing::hf_fixture_name);
+
+// Mistral, Qwen2 and SmolLM3 run Llama's computation, OLMo 3 OLMo 2's;
+// their modules carry the class names transformers gives them (what an
+// NNsight user prints and filters by), from config.json and, for Qwen2,
+// from its GGUF file too.
+TEST(HfFixtureTypeNames, ModulesOfSharedArchitecturesAreNamedAsInTransformers) {
+  for (const int v : {4, 5}) {
+    for (const std::string prefix : {"Llama", "Mistral", "Qwen2", "SmolLM3", "Olmo3"}) {
+      std::string arch = prefix;
+      std::transform(arch.begin(), arch.end(), arch.begin(), [](char c) { return std::tolower(c); });
+      if (v == 4 && (arch == "smollm3" || arch == "olmo3")) continue;  // newer than transformers 4.51
+      auto model = load(HfFixtureCase{v, arch});
+      EXPECT_EQ(model->type_name(), prefix + "ForCausalLM");
+      const std::vector<std::pair<std::string, std::string>> want = {
+          {"model", "Model"},
+          {"model.layers.1", "DecoderLayer"},
+          {"model.layers.1.self_attn", "Attention"},
+          {"model.layers.1.mlp", "MLP"},
+          {"model.layers.1.post_attention_layernorm", "RMSNorm"},
+          {"model.norm", "RMSNorm"}};
+      for (const auto& [path, type] : want) {
+        Module* m = find_module(*model, path);
+        ASSERT_NE(m, nullptr) << path;
+        EXPECT_EQ(m->type_name(), prefix + type) << arch << " " << path;
+      }
+      // Qwen2's o_proj has no bias, its q/k/v projections do.
+      const auto params = model->named_parameters();
+      EXPECT_EQ(params.contains("model.layers.0.self_attn.q_proj.bias"), arch == "qwen2") << arch;
+      EXPECT_FALSE(params.contains("model.layers.0.self_attn.o_proj.bias")) << arch;
+    }
+  }
+  auto gguf = open_weights(std::string(NNSIGHT_SOURCE_DIR) + "/tests/data/models-gguf/qwen2.gguf");
+  auto q = load_causal_lm(*gguf, {}, at::TensorOptions().dtype(at::kFloat));
+  EXPECT_EQ(q->type_name(), "Qwen2ForCausalLM");
+}
+
+// OLMo 2/3's k_norm spans the whole key projection: more ranks than KV
+// heads (which would replicate a head) is a ConfigError naming the limit,
+// not a shape failure inside the forward.
+TEST(HfFixtureTensorParallel, WholeProjectionKNormRefusesMoreRanksThanKvHeads) {
+  std::vector<std::string> errors(4);
+  testing::run_ranks(4, [&](tp::ParallelContext& ctx) {
+    try {
+      load(HfFixtureCase{5, "olmo3"}, ctx);  // 2 KV heads
+    } catch (const ConfigError& e) {
+      errors[static_cast<size_t>(ctx.rank())] = e.what();
+    }
+  });
+  for (const std::string& e : errors) {
+    EXPECT_NE(e.find("tensor-parallel size (4) exceeds the number of key/value heads (2)"), std::string::npos) << e;
+    EXPECT_NE(e.find("Olmo3Attention"), std::string::npos) << e;
+  }
+}
 
 // A multimodal Gemma 3 checkpoint (Gemma3ForConditionalGeneration) is
 // served as transformers builds it, without the image side: the module
@@ -514,7 +568,7 @@ TEST(HfConfig, UnsupportedModelTypeListsTheSupportedOnes) {
   } catch (const LoadError& e) {
     const std::string m = e.what();
     EXPECT_NE(m.find("model_type 'falcon' is not supported"), std::string::npos) << m;
-    for (const char* t : {"gemma2", "gemma3_text", "qwen3", "gpt_neox", "olmo2", "phi3", "mixtral", "mistral"})
+    for (const char* t : {"gemma2", "gemma3_text", "qwen3", "gpt_neox", "olmo2", "olmo3", "phi3", "mixtral", "mistral"})
       EXPECT_NE(m.find(t), std::string::npos) << t;
   }
 }

@@ -112,7 +112,7 @@ std::optional<std::string> hf_name_from_gguf(const std::string& architecture, co
   const NamePair* moe_table = nullptr;
   if (architecture == "llama") moe_table = kMixtralMoe;
   if (architecture == "qwen3moe") moe_table = kQwen3MoeMoe;
-  if (architecture == "llama" || architecture == "gemma") {
+  if (architecture == "llama" || architecture == "qwen2" || architecture == "gemma") {
     use(kLlamaLayer);
   } else if (architecture == "gemma2" || architecture == "gemma3") {
     use(kGemma2Layer);

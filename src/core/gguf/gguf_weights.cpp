@@ -43,12 +43,13 @@ GgufWeights::GgufWeights(const std::string& path, bool keep_packed) : file_(path
 void GgufWeights::read_config() {
   const GgufFile& f = file_;
   const std::string arch = f.get_string("general.architecture");
-  static const std::set<std::string> kSupported = {"llama", "gpt2",    "qwen3", "qwen3moe", "olmo2",
-                                                   "phi3",  "gptneox", "gemma", "gemma2",   "gemma3"};
+  static const std::set<std::string> kSupported = {"llama", "qwen2",   "gpt2",  "qwen3",  "qwen3moe", "olmo2",
+                                                   "phi3",  "gptneox", "gemma", "gemma2", "gemma3"};
   if (!kSupported.count(arch)) {
-    throw LoadError(f.path() + ": architecture '" + arch +
-                    "' is not supported (supported: llama (and Mixtral-style MoE), gpt2, qwen3, qwen3moe, olmo2, phi3, "
-                    "gptneox, gemma, gemma2, gemma3; load other models from their Hugging Face directory)");
+    throw LoadError(
+        f.path() + ": architecture '" + arch +
+        "' is not supported (supported: llama (and Mixtral-style MoE), qwen2, gpt2, qwen3, qwen3moe, olmo2, "
+        "phi3, gptneox, gemma, gemma2, gemma3; load other models from their Hugging Face directory)");
   }
   const std::string p = arch + ".";
   ModelConfig& c = config_;
@@ -56,7 +57,9 @@ void GgufWeights::read_config() {
   c.architecture = arch == "gptneox"    ? "gpt_neox"
                    : arch == "gemma3"   ? "gemma3_text"
                    : arch == "qwen3moe" ? "qwen3_moe"
+                   : arch == "qwen2"    ? "llama"  // q/k/v biases; llama.cpp stores its q/k rows unpermuted
                                         : arch;
+  if (arch == "qwen2") c.model_type = "qwen2";
   c.name = f.get_string_or("general.name", basename_of(f.path()));
   c.num_layers = f.get_int(p + "block_count");
   c.hidden_size = f.get_int(p + "embedding_length");
@@ -112,6 +115,7 @@ void GgufWeights::read_config() {
   read_moe_config();
   c.rope_theta = f.get_float_or(p + "rope.freq_base", c.rope_theta);
   c.attention_bias = f.find_tensor("blk.0.attn_q.bias") != nullptr;
+  c.attention_out_bias = f.find_tensor("blk.0.attn_output.bias") != nullptr;  // Qwen2: q/k/v only
   c.mlp_bias = f.find_tensor("blk.0.ffn_up.bias") != nullptr;
   const int64_t rot = f.get_int_or(p + "rope.dimension_count", c.head_dim);
   if (arch == "phi3") {

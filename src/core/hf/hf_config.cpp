@@ -108,7 +108,7 @@ const std::set<std::string>& harmless_keys() {
 
 const char* kSupportedModelTypes =
     "llama, mistral, qwen2, qwen3, qwen3_moe, gemma, gemma2, gemma3_text, gemma3 (its text model), gpt_neox, olmo2, "
-    "phi3, mixtral, gpt2";
+    "olmo3, phi3, mixtral, smollm3, gpt2";
 
 // A field that transformers 5.x writes at its default value: accepted at
 // that value (or null), refused at any other.
@@ -148,6 +148,7 @@ void set_rope(ModelConfig& c, const HfRope& r) {
   if (c.rope_scaling.type == "llama3") {
     c.rope_scaling.original_max_position = r.original_max_position.value_or(c.max_position);
   }
+  finish_yarn(c.rope_scaling, r, c.max_position);
 }
 
 // Qwen2/Qwen3: the window applies only when use_sliding_window is true,
@@ -160,6 +161,72 @@ void reject_qwen_window(TrackedHfConfigFields& f, const std::string& what) {
                     ": field 'use_sliding_window' = true is not implemented (Qwen's per-layer "
                     "sliding window); only use_sliding_window = false is supported");
   }
+}
+
+// SmolLM3: Llama's layer, tied head by default, and no rotary embedding on
+// the layers no_rope_layers marks 0 (by default every
+// no_rope_layer_interval-th).
+void read_smollm3(TrackedHfConfigFields& f, ModelConfig& c) {
+  const std::string& what = f.what();
+  c.tie_word_embeddings = f.boolean("tie_word_embeddings", true);
+  const int64_t interval = f.integer("no_rope_layer_interval", 4);
+  if (interval <= 0) throw LoadError(what + ": field 'no_rope_layer_interval' must be positive");
+  c.nope_layers.assign(static_cast<size_t>(std::max<int64_t>(c.num_layers, 0)), false);
+  for (int64_t i = 0; i < c.num_layers; ++i) c.nope_layers[static_cast<size_t>(i)] = (i + 1) % interval == 0;
+  f.use("no_rope_layers", [&] {
+    const json* v = f.get("no_rope_layers");
+    if (v == nullptr || v->is_null()) return 0;
+    if (!v->is_array() || static_cast<int64_t>(v->size()) != c.num_layers) {
+      throw LoadError(what + ": field 'no_rope_layers' = " + shown_json(*v) + ", expected a list of " +
+                      std::to_string(c.num_layers) + " entries (one per layer: 1 rope, 0 none)");
+    }
+    for (size_t i = 0; i < v->size(); ++i) {
+      const json& x = (*v)[i];
+      if (!x.is_number_integer() || (x.get<int64_t>() != 0 && x.get<int64_t>() != 1)) {
+        throw LoadError(what + ": field 'no_rope_layers[" + std::to_string(i) + "]' = " + shown_json(x) +
+                        ", expected 1 (rope) or 0 (none)");
+      }
+      c.nope_layers[i] = x.get<int64_t>() == 0;
+    }
+    return 0;
+  });
+}
+
+// OLMo 3: OLMo 2's layer with a sliding window on the layers layer_types
+// names (by default all but every 4th) and a rope per layer type: the
+// full-attention layers' may scale (YaRN, the long-context checkpoints), the
+// sliding ones' does not.
+void read_olmo3(TrackedHfConfigFields& f, ModelConfig& c, const std::string& owner) {
+  const std::string& what = f.what();
+  constexpr double kDefaultTheta = 500000.0;  // Olmo3Config.default_theta
+  HfRopeRules full;
+  full.scaling_types = {"yarn"};
+  full.default_theta = kDefaultTheta;
+  full.layer_type = "full_attention";
+  set_rope(c, read_hf_rope(f, owner, full));
+  HfRopeRules local;
+  local.layer_type = "sliding_attention";
+  local.default_theta = kDefaultTheta;
+  local.v4_scaling = false;
+  c.rope_local_theta = read_hf_rope(f, owner, local).theta;
+  // transformers 5.x gives a 4.x-spelled rope_theta to the full-attention
+  // layers only, its default to the sliding ones: refuse what it would read
+  // differently from the config's plain meaning.
+  const json* p = f.get("rope_parameters");
+  const bool local_theta_given = p != nullptr && p->is_object() && p->contains("sliding_attention") &&
+                                 (*p)["sliding_attention"].is_object() &&
+                                 (*p)["sliding_attention"].contains("rope_theta");
+  if (!local_theta_given && f.has("rope_theta") && c.rope_local_theta != kDefaultTheta) {
+    throw LoadError(what + ": field 'rope_theta' = " + json(c.rope_local_theta).dump() + " is not implemented for " +
+                    owner +
+                    " without 'rope_parameters.sliding_attention.rope_theta': transformers 5.x applies it to the "
+                    "full-attention layers only and 500000 to the sliding ones; give each layer type's rope_theta");
+  }
+  const json* w = f.get("sliding_window");
+  c.sliding_window = w == nullptr ? 4096 : f.maybe_integer("sliding_window").value_or(0);
+  f.mark("sliding_window");
+  c.sliding_layers.resize(static_cast<size_t>(std::max<int64_t>(c.num_layers, 0)));
+  for (int64_t i = 0; i < c.num_layers; ++i) c.sliding_layers[static_cast<size_t>(i)] = (i + 1) % 4 != 0;
 }
 
 // transformers 5.x's `layer_types`. For Gemma 2 and 3 (`per_layer`) it says
@@ -278,17 +345,36 @@ ModelConfig config_from_json(const json& j, const std::string& what) {
   c.name = f.string("_name_or_path", "");
   bool per_layer_types = false, pattern_given = false;
   if (model_type == "llama" || model_type == "mistral" || model_type == "qwen2" || model_type == "qwen3" ||
-      model_type == "qwen3_moe" || model_type == "olmo2" || model_type == "mixtral") {
-    c.architecture = model_type == "llama" || model_type == "mistral" || model_type == "qwen2" ? "llama" : model_type;
-    read_llama_like(f, c, model_type == "mixtral" ? 1e-5 : 1e-6);
+      model_type == "qwen3_moe" || model_type == "olmo2" || model_type == "olmo3" || model_type == "mixtral" ||
+      model_type == "smollm3") {
+    const bool llama =
+        model_type == "llama" || model_type == "mistral" || model_type == "qwen2" || model_type == "smollm3";
+    c.architecture = llama ? "llama" : model_type == "olmo3" ? "olmo2" : model_type;
+    c.model_type = model_type;
+    read_llama_like(f, c, model_type == "mixtral" || model_type == "olmo3" ? 1e-5 : 1e-6);
     HfRopeRules rope;
     if (model_type == "llama") rope.scaling_types = {"llama3"};
+    if (model_type == "qwen2" || model_type == "qwen3" || model_type == "qwen3_moe" || model_type == "smollm3")
+      rope.scaling_types = {"yarn"};
     if (model_type == "mixtral") rope.default_theta = 1e6;
-    set_rope(c, read_hf_rope(f, owner, rope));
-    // Qwen2 always has q/k/v biases (and no o_proj bias); its config has no flag.
-    if (model_type == "qwen2") c.attention_bias = true;
-    if (model_type == "llama") c.mlp_bias = f.boolean("mlp_bias", false);
-    if (model_type == "qwen2" || model_type == "qwen3" || model_type == "qwen3_moe") reject_qwen_window(f, what);
+    if (model_type == "smollm3") {
+      rope.default_theta = 2e6;
+      read_smollm3(f, c);
+    }
+    if (model_type == "olmo3") {
+      read_olmo3(f, c, owner);
+      per_layer_types = true;
+    } else {
+      set_rope(c, read_hf_rope(f, owner, rope));
+    }
+    // Qwen2 always has q/k/v biases and no o_proj bias; its config has no flag.
+    if (model_type == "qwen2") {
+      c.attention_bias = true;
+      c.attention_out_bias = false;
+    }
+    if (model_type == "llama" || model_type == "smollm3") c.mlp_bias = f.boolean("mlp_bias", false);
+    if (model_type == "qwen2" || model_type == "qwen3" || model_type == "qwen3_moe" || model_type == "smollm3")
+      reject_qwen_window(f, what);
     if (model_type == "qwen2" && f.boolean("use_mrope", false)) {
       throw LoadError(what + ": field 'use_mrope' = true (multimodal rotary) is not implemented");
     }

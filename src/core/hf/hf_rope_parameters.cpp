@@ -1,5 +1,7 @@
 #include "core/hf/hf_rope_parameters.h"
 
+#include <cmath>
+
 #include <nnsight/error.hpp>
 
 namespace nnsight {
@@ -14,6 +16,7 @@ struct RopeDict {
   std::string type = "default";
   std::optional<double> theta, partial;
   std::optional<int64_t> original_max_position;
+  std::optional<double> mscale, mscale_all_dim;  // yarn
   RopeScaling scaling;
 };
 
@@ -78,6 +81,35 @@ RopeDict read_rope_dict(const json& j, const std::string& what, const std::strin
     // The context ratio the attention factor derives from; the caller checks it.
     s.factor = r.number("factor", 0.0);
     d.original_max_position = r.maybe_integer("original_max_position_embeddings");
+  } else if (d.type == "yarn") {
+    s.type = "yarn";
+    // Absent or null: derived (finish_yarn).
+    for (auto [key, out] : {std::pair{"factor", &s.factor}, std::pair{"attention_factor", &s.attention_factor}}) {
+      if (const std::optional<double> v = r.maybe_number(key)) {
+        if (!(*v > 0.0)) throw LoadError(what + ": field '" + r.path(key) + "' must be positive");
+        *out = *v;
+      }
+    }
+    // transformers: `or 32`, `or 1`: a zero or null means the default too.
+    s.beta_fast = r.maybe_number("beta_fast").value_or(0.0);
+    if (s.beta_fast == 0.0) s.beta_fast = 32.0;
+    s.beta_slow = r.maybe_number("beta_slow").value_or(0.0);
+    if (s.beta_slow == 0.0) s.beta_slow = 1.0;
+    if (!(s.beta_fast > 0.0) || !(s.beta_slow > 0.0)) {
+      throw LoadError(what + ": fields '" + r.path("beta_fast") + "' and '" + r.path("beta_slow") +
+                      "' must be positive");
+    }
+    d.mscale = r.maybe_number("mscale");
+    d.mscale_all_dim = r.maybe_number("mscale_all_dim");
+    s.truncate = r.boolean("truncate", true);
+    // transformers 5.x reads `truncate` from the top of rope_parameters, so a
+    // per-layer-type dict's is never applied: only its default is accepted there.
+    if (!s.truncate && path.rfind("rope_parameters.", 0) == 0) {
+      throw LoadError(what + ": field '" + r.path("truncate") +
+                      "' = false is not implemented (transformers truncates the correction range of a "
+                      "per-layer-type rope dict whatever it says)");
+    }
+    d.original_max_position = r.maybe_integer("original_max_position_embeddings");
   }
   r.reject_unused("rope_type '" + d.type + "' of " + owner);
   return d;
@@ -86,7 +118,8 @@ RopeDict read_rope_dict(const json& j, const std::string& what, const std::strin
 bool same_scaling(const RopeScaling& a, const RopeScaling& b) {
   return a.type == b.type && a.factor == b.factor && a.low_freq_factor == b.low_freq_factor &&
          a.high_freq_factor == b.high_freq_factor && a.short_factor == b.short_factor &&
-         a.long_factor == b.long_factor && a.attention_factor == b.attention_factor;
+         a.long_factor == b.long_factor && a.attention_factor == b.attention_factor && a.beta_fast == b.beta_fast &&
+         a.beta_slow == b.beta_slow && a.truncate == b.truncate;
 }
 
 std::string describe(const RopeDict& d) {
@@ -155,8 +188,24 @@ HfRope read_hf_rope(TrackedHfConfigFields& f, const std::string& owner, const Hf
                     ") disagree (two spellings of one setting must say the same)");
   }
   out.scaling = v5 ? v5->scaling : v4 ? v4->scaling : RopeScaling{};
-  if (v5 || v4) out.scaling_path = v5 ? v5->path : v4->path;
+  if (v5 || v4) {
+    const RopeDict& d = v5 ? *v5 : *v4;
+    out.scaling_path = d.path;
+    out.mscale = d.mscale;
+    out.mscale_all_dim = d.mscale_all_dim;
+  }
   return out;
+}
+
+void finish_yarn(RopeScaling& s, const HfRope& rope, int64_t max_position) {
+  if (s.type != "yarn") return;
+  s.original_max_position = rope.original_max_position.value_or(max_position);
+  if (s.factor == 0.0) s.factor = static_cast<double>(max_position) / static_cast<double>(s.original_max_position);
+  if (s.attention_factor == 0.0) {
+    auto mscale = [&](double m) { return s.factor <= 1.0 ? 1.0 : 0.1 * m * std::log(s.factor) + 1.0; };
+    const double m = rope.mscale.value_or(0.0), all = rope.mscale_all_dim.value_or(0.0);
+    s.attention_factor = m != 0.0 && all != 0.0 ? mscale(m) / mscale(all) : mscale(1.0);
+  }
 }
 
 }  // namespace nnsight

@@ -17,7 +17,7 @@ namespace nnsight {
 
 // What one model_type implements, and where its config spells the settings.
 struct HfRopeRules {
-  // Rope types besides "default" (from: linear, llama3, longrope).
+  // Rope types besides "default" (from: linear, llama3, longrope, yarn).
   std::set<std::string> scaling_types;
   double default_theta = 10000.0;
   // Whether a partial_rotary_factor below 1 is implemented (GPT-NeoX, Phi-3).
@@ -44,6 +44,8 @@ struct HfRope {
   // llama3 / longrope: original_max_position_embeddings where the rope dict
   // gives it (the caller supplies the fallback and checks the top level).
   std::optional<int64_t> original_max_position;
+  // yarn: what derives the attention factor when the dict gives none.
+  std::optional<double> mscale, mscale_all_dim;
 };
 
 // Marks every field it reads in `f`. `owner` names the model type in
@@ -51,5 +53,12 @@ struct HfRope {
 // field the engine does not implement, naming the field, and for spellings
 // that disagree.
 HfRope read_hf_rope(TrackedHfConfigFields& f, const std::string& owner, const HfRopeRules& rules);
+
+// YaRN's settings the dict may leave out, as transformers 5.x derives them:
+// original_max_position_embeddings defaults to max_position; a missing factor
+// is max_position / original; a missing attention factor is
+// 0.1 ln(factor) + 1 (with mscale and mscale_all_dim, the ratio of that
+// formula scaled by each). No-op for other rope types.
+void finish_yarn(RopeScaling& s, const HfRope& rope, int64_t max_position);
 
 }  // namespace nnsight

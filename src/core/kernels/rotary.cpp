@@ -38,6 +38,30 @@ at::Tensor scale_llama3(const at::Tensor& inv_freq, const RopeScaling& sc) {
   return out;
 }
 
+// YaRN (as transformers' _compute_yarn_parameters, float32): dimensions that
+// turn fewer than beta_slow times over the original context are
+// interpolated (divided by factor), those that turn more than beta_fast
+// times extrapolated (kept), with a linear ramp over the dimensions between.
+at::Tensor scale_yarn(const at::Tensor& pos_freqs, int64_t dim, double theta, const RopeScaling& sc) {
+  auto correction_dim = [&](double rotations) {
+    return dim * std::log(static_cast<double>(sc.original_max_position) / (rotations * 2.0 * M_PI)) /
+           (2.0 * std::log(theta));
+  };
+  double low = correction_dim(sc.beta_fast), high = correction_dim(sc.beta_slow);
+  if (sc.truncate) {
+    low = std::floor(low);
+    high = std::ceil(high);
+  }
+  low = std::max(low, 0.0);
+  high = std::min(high, static_cast<double>(dim - 1));
+  if (low == high) high += 0.001;  // as transformers: no zero-width ramp
+  const at::Tensor ramp = ((at::arange(dim / 2, at::kLong).to(at::kFloat) - low) / (high - low)).clamp(0, 1);
+  const at::Tensor extrapolation = 1 - ramp;  // [dim / 2]: 1 keeps the frequency, 0 divides it by factor
+  const at::Tensor inv_extrapolation = 1.0 / pos_freqs;
+  const at::Tensor inv_interpolation = 1.0 / (sc.factor * pos_freqs);
+  return inv_interpolation * (1 - extrapolation) + inv_extrapolation * extrapolation;
+}
+
 template <typename scalar_t>
 void rotate_cpu(at::Tensor& x, int64_t rot, const at::Tensor& positions, const at::Tensor& cos, const at::Tensor& sin) {
   const int64_t tokens = x.size(0), heads = x.size(1), d = x.size(2), half = rot / 2;
@@ -88,6 +112,13 @@ RotaryEmbedding::RotaryEmbedding(int64_t head_dim, int64_t max_position, double 
     const double attn = scaling.attention_factor;
     cos_ = (freqs.cos() * attn).contiguous();
     sin_ = (freqs.sin() * attn).contiguous();
+    return;
+  }
+  if (scaling.type == "yarn") {
+    inv_freq_ = scale_yarn(at::pow(theta, exponent), head_dim, theta, scaling);
+    at::Tensor freqs = at::outer(t, inv_freq_);  // [max_position, head_dim / 2]
+    cos_ = (freqs.cos() * scaling.attention_factor).contiguous();
+    sin_ = (freqs.sin() * scaling.attention_factor).contiguous();
     return;
   }
   inv_freq_ = 1.0 / at::pow(theta, exponent);

@@ -17,9 +17,10 @@ class RotaryEmbedding {
   // Precomputes cos/sin for positions [0, max_position). `head_dim` is the
   // number of rotated features (a partial rotary dimension where a model
   // rotates only the first features of each head). Scaling: llama3, linear
-  // (positions / factor) or longrope (short factors below
+  // (positions / factor), longrope (short factors below
   // scaling.original_max_position, long factors from there on, cos and sin
-  // times the attention factor).
+  // times the attention factor) or yarn (cos and sin times the attention
+  // factor too).
   RotaryEmbedding(int64_t head_dim, int64_t max_position, double theta, const RopeScaling& scaling);
 
   // Rotates x in place (in a gradient forward, x becomes a rotated copy that

@@ -50,9 +50,79 @@ TEST(HfConfig, MistralAndQwen2MapToLlama) {
   EXPECT_EQ(m.rope_theta, 10000.0);
   EXPECT_NEAR(m.norm_eps, 1e-6, 1e-15);
   EXPECT_FALSE(m.attention_bias);
+  EXPECT_TRUE(m.attention_out_bias);
   ModelConfig q = parse_hf_config(std::string("{\"model_type\": \"qwen2\", ") + base + "}", "q");
   EXPECT_TRUE(q.attention_bias);
+  EXPECT_FALSE(q.attention_out_bias);  // Qwen2's o_proj has no bias
   EXPECT_EQ(q.eos_token_id, -1);
+}
+
+// Qwen2.5-0.5B-Instruct's config.json as the hub serves it (written by
+// transformers 4.43): its sliding-window fields are present but switched off.
+TEST(HfConfig, Qwen25HubConfig) {
+  const ModelConfig c = parse_hf_config(R"({
+    "architectures": ["Qwen2ForCausalLM"], "attention_dropout": 0.0, "bos_token_id": 151643,
+    "eos_token_id": 151645, "hidden_act": "silu", "hidden_size": 896, "initializer_range": 0.02,
+    "intermediate_size": 4864, "max_position_embeddings": 32768, "max_window_layers": 21, "model_type": "qwen2",
+    "num_attention_heads": 14, "num_hidden_layers": 24, "num_key_value_heads": 2, "rms_norm_eps": 1e-06,
+    "rope_theta": 1000000.0, "sliding_window": 32768, "tie_word_embeddings": true, "torch_dtype": "bfloat16",
+    "transformers_version": "4.43.1", "use_cache": true, "use_sliding_window": false, "vocab_size": 151936})",
+                                        "qwen2.5-0.5b/config.json");
+  EXPECT_EQ(c.architecture, "llama");
+  EXPECT_EQ(c.num_layers, 24);
+  EXPECT_EQ(c.num_heads, 14);
+  EXPECT_EQ(c.num_kv_heads, 2);
+  EXPECT_EQ(c.head_dim, 64);
+  EXPECT_EQ(c.rope_theta, 1e6);
+  EXPECT_EQ(c.sliding_window, 0);  // use_sliding_window is false
+  EXPECT_TRUE(c.attention_bias);
+  EXPECT_FALSE(c.attention_out_bias);
+  EXPECT_TRUE(c.tie_word_embeddings);
+  EXPECT_EQ(c.eos_token_id, 151645);
+  expect_load_error(
+      [] {
+        parse_hf_config(R"({"model_type": "qwen2", "vocab_size": 32, "hidden_size": 16, "intermediate_size": 32,
+                            "num_hidden_layers": 2, "num_attention_heads": 2, "use_sliding_window": true})",
+                        "q.json");
+      },
+      {"q.json", "use_sliding_window"});
+}
+
+// SmolLM3-3B's config.json as the hub serves it: a NoPE layer every 4th,
+// tied head, the window fields switched off.
+TEST(HfConfig, SmolLM3HubConfig) {
+  std::string nope = "[";
+  for (int i = 0; i < 36; ++i) nope += std::string(i ? ", " : "") + ((i + 1) % 4 == 0 ? "0" : "1");
+  nope += "]";
+  const ModelConfig c = parse_hf_config(R"({
+    "architectures": ["SmolLM3ForCausalLM"], "attention_bias": false, "attention_dropout": 0.0,
+    "bos_token_id": null, "eos_token_id": 128012, "hidden_act": "silu", "hidden_size": 2048,
+    "initializer_range": 0.02, "intermediate_size": 11008, "max_position_embeddings": 65536,
+    "max_window_layers": 28, "mlp_bias": false, "model_type": "smollm3", "no_rope_layer_interval": 4,
+    "no_rope_layers": )" + nope + R"(, "num_attention_heads": 16, "num_hidden_layers": 36,
+    "num_key_value_heads": 4, "pad_token_id": 128004, "pretraining_tp": 2, "rms_norm_eps": 1e-06,
+    "rope_scaling": null, "rope_theta": 5000000.0, "sliding_window": null, "torch_dtype": "bfloat16",
+    "transformers_version": "4.54.0.dev0", "use_cache": false, "use_sliding_window": false,
+    "vocab_size": 128256})",
+                                        "smollm3-3b/config.json");
+  EXPECT_EQ(c.architecture, "llama");
+  EXPECT_EQ(c.model_type, "smollm3");
+  EXPECT_TRUE(c.tie_word_embeddings);  // SmolLM3's default
+  EXPECT_EQ(c.rope_theta, 5e6);
+  EXPECT_EQ(c.head_dim, 128);
+  ASSERT_EQ(c.nope_layers.size(), 36u);
+  for (int64_t i = 0; i < 36; ++i) EXPECT_EQ(c.layer_rotates(i), (i + 1) % 4 != 0) << i;
+  // Without the list: every no_rope_layer_interval-th layer.
+  const std::string small = R"("model_type": "smollm3", "vocab_size": 32, "hidden_size": 16, "intermediate_size": 32,
+      "num_hidden_layers": 6, "num_attention_heads": 2)";
+  const ModelConfig d = parse_hf_config("{" + small + R"(, "no_rope_layer_interval": 3})", "s.json");
+  EXPECT_EQ(d.nope_layers, (std::vector<bool>{false, false, true, false, false, true}));
+  expect_load_error([&] { parse_hf_config("{" + small + R"(, "no_rope_layers": [1, 1, 2, 1, 1, 0]})", "s.json"); },
+                    {"s.json", "no_rope_layers[2]", "2"});
+  expect_load_error([&] { parse_hf_config("{" + small + R"(, "no_rope_layers": [1, 0]})", "s.json"); },
+                    {"s.json", "no_rope_layers", "6 entries"});
+  expect_load_error([&] { parse_hf_config("{" + small + R"(, "use_sliding_window": true})", "s.json"); },
+                    {"s.json", "use_sliding_window"});
 }
 
 TEST(HfConfig, Gpt2Defaults) {

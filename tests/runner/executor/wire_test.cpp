@@ -121,6 +121,8 @@ TEST(Wire, WorkerInitAndReadyRoundTrip) {
   ready.config.architecture = "gemma3_text";
   ready.config.multimodal = "gemma3";
   ready.config.vocab_size = 99;
+  ready.config.attention_out_bias = false;  // not the default
+  ready.config.model_type = "qwen2";
   ready.structure = runner::ModelStructure(
       {{"model.norm", "RMSNorm", 0, batching::RowLevel::kToken}, {"lm_head", "Linear", 0, batching::RowLevel::kPrompt}},
       {"model.norm.input", "model.norm.output", "lm_head.input", "lm_head.output", "logits"});
@@ -144,6 +146,8 @@ TEST(Wire, WorkerInitAndReadyRoundTrip) {
   EXPECT_EQ(back.num_kv_blocks, 12);
   EXPECT_EQ(back.config.vocab_size, 99);
   EXPECT_EQ(back.config.multimodal, "gemma3");
+  EXPECT_FALSE(back.config.attention_out_bias);
+  EXPECT_EQ(back.config.model_type, "qwen2");
   ASSERT_EQ(back.structure.modules().size(), 2u);
   EXPECT_EQ(back.structure.row_level(*parse_provider_key("lm_head.output")), batching::RowLevel::kPrompt);
   EXPECT_EQ(back.structure.row_level(*parse_provider_key("model.norm.output")), batching::RowLevel::kToken);

@@ -492,11 +492,12 @@ TEST_P(CudaGraphsHf, ReproduceTransformersGreedyContinuations) {
   }
 }
 
-const std::vector<std::string> kArchs = {"mistral", "qwen3", "gemma",       "gemma2",  "gpt_neox",
-                                         "olmo2",   "phi3",  "gemma3_text", "mixtral", "qwen3_moe"};
+const std::vector<std::string> kArchs = {"llama",    "mistral", "qwen2", "qwen3",       "gemma",   "gemma2",
+                                         "gpt_neox", "olmo2",   "phi3",  "gemma3_text", "mixtral", "qwen3_moe"};
 // The 4.x fixtures: the 5.x ones load through other configs into the same
 // layers, but for the multimodal Gemma 3 (its base module around the stack).
-INSTANTIATE_TEST_SUITE_P(Models, CudaGraphsHf, ::testing::ValuesIn(testing::hf_fixtures(kArchs, {"gemma3"})),
+INSTANTIATE_TEST_SUITE_P(Models, CudaGraphsHf,
+                         ::testing::ValuesIn(testing::hf_fixtures(kArchs, {"gemma3", "olmo3", "smollm3"})),
                          testing::hf_fixture_name);
 
 }  // namespace
