@@ -8,6 +8,7 @@
 
 #include <nnsight/error.hpp>
 
+#include "core/gguf/gguf_eog_tokens.h"
 #include "core/gguf/gguf_tensor_names.h"
 #include "core/gguf/gguf_tokenizer_spec.h"
 #include "core/gguf/qk_permutation.h"
@@ -86,6 +87,19 @@ void GgufWeights::read_config() {
                   std::to_string(c.vocab_size) + "-token vocabulary; ignored");
     else
       c.add_eos_token_id(id);
+  }
+  // And where llama.cpp also ends it: fill-in-the-middle ids and the
+  // end-of-turn tokens it recognizes by their text (gguf_eog_tokens.h).
+  if (const GgufValue* tokens = f.find("tokenizer.ggml.tokens")) {
+    GgufSpecialIds ids;
+    ids.eos = c.eos_token_id;
+    ids.eot = f.get_int_or("tokenizer.ggml.eot_token_id", -1);
+    ids.eom = f.get_int_or("tokenizer.ggml.eom_token_id", -1);
+    ids.fim_pad = f.get_int_or("tokenizer.ggml.fim_pad_token_id", -1);
+    ids.fim_rep = f.get_int_or("tokenizer.ggml.fim_rep_token_id", -1);
+    ids.fim_sep = f.get_int_or("tokenizer.ggml.fim_sep_token_id", -1);
+    for (int64_t id : llama_cpp_eog_ids(tokens->as_string_array(f.describe_key("tokenizer.ggml.tokens")), ids))
+      if (id < c.vocab_size) c.add_eos_token_id(id);
   }
   c.tie_word_embeddings = f.find_tensor("output.weight") == nullptr;
 
