@@ -2,6 +2,8 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
+
 #include "core/kernels/cpu_features.h"
 #include "core/kernels/cuda_kernels.h"
 #include "core/kernels/kernel_gradients.h"
@@ -13,6 +15,7 @@
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 #define NNSIGHT_SILU_AVX512 __attribute__((target("avx512f")))
+#define NNSIGHT_SILU_AVX2 __attribute__((target("avx2,fma")))
 #endif
 
 namespace nnsight::kernels {
@@ -45,9 +48,34 @@ NNSIGHT_SILU_AVX512 void silu_row(Exp16 exp16, const float* x, const float* up, 
   }
 }
 
+// AVX2 machines: SLEEF's expf8_u10, what LibTorch's AVX2 silu calls; row by
+// row too, so a row's values do not depend on where it starts in the batch
+// (LibTorch vectorizes the flat tensor: a row's tail lanes would).
+using Exp8 = __m256 (*)(__m256);
+Exp8 sleef_exp8() {
+  static const Exp8 f = [] {
+    if (!cpu_features().avx2 || cpu_features().avx512) return Exp8(nullptr);
+    return reinterpret_cast<Exp8>(dlsym(RTLD_DEFAULT, "Sleef_expf8_u10"));
+  }();
+  return f;
+}
+
+NNSIGHT_SILU_AVX2 void silu_row8(Exp8 exp8, const float* x, const float* up, float* out, int64_t n) {
+  const __m256 one = _mm256_set1_ps(1.f);
+  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  for (int64_t i = 0; i < n; i += 8) {
+    const int32_t left = static_cast<int32_t>(std::min<int64_t>(n - i, 8));
+    const __m256i m = _mm256_cmpgt_epi32(_mm256_set1_epi32(left), lane);  // lanes below `left`
+    const __m256 v = _mm256_maskload_ps(x + i, m);
+    __m256 s = _mm256_div_ps(v, _mm256_add_ps(one, exp8(_mm256_sub_ps(_mm256_setzero_ps(), v))));
+    if (up != nullptr) s = _mm256_mul_ps(s, _mm256_maskload_ps(up + i, m));
+    _mm256_maskstore_ps(out + i, m, s);
+  }
+}
+
 bool own_path(const at::Tensor& x) {
-  return sleef_exp16() != nullptr && cpu_kernels_for(x) && x.scalar_type() == at::kFloat && x.is_contiguous() &&
-         x.dim() >= 1 && !records_grad(x);
+  return (sleef_exp16() != nullptr || sleef_exp8() != nullptr) && cpu_kernels_for(x) && x.scalar_type() == at::kFloat &&
+         x.is_contiguous() && x.dim() >= 1 && !records_grad(x);
 }
 
 at::Tensor run(const at::Tensor& x, const at::Tensor* up) {
@@ -57,10 +85,16 @@ at::Tensor run(const at::Tensor& x, const at::Tensor* up) {
   const float* up_p = up != nullptr ? up->data_ptr<float>() : nullptr;
   float* op = out.data_ptr<float>();
   const Exp16 exp16 = sleef_exp16();
+  const Exp8 exp8 = sleef_exp8();
   // Rows of a prefill are shared out; a decode step's one row runs here.
   kernels::parallel_for(0, rows, std::max<int64_t>(1, 16384 / std::max<int64_t>(n, 1)), [&](int64_t r0, int64_t r1) {
-    for (int64_t r = r0; r < r1; ++r)
-      silu_row(exp16, xp + r * n, up_p != nullptr ? up_p + r * n : nullptr, op + r * n, n);
+    for (int64_t r = r0; r < r1; ++r) {
+      const float* u = up_p != nullptr ? up_p + r * n : nullptr;
+      if (exp16 != nullptr)
+        silu_row(exp16, xp + r * n, u, op + r * n, n);
+      else
+        silu_row8(exp8, xp + r * n, u, op + r * n, n);
+    }
   });
   return out;
 }
