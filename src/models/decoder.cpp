@@ -51,17 +51,18 @@ RotaryAttention::RotaryAttention(const ModelConfig& cfg, const tp::ParallelConte
   set_output_tuple_size(2);
   const int world = ctx.world_size();
   const int64_t d = cfg.head_dim, hidden = cfg.hidden_size, nh = cfg.num_heads, nkv = cfg.num_kv_heads;
-  heads_ = tp::ShardLayout::even(nh, world, "number of attention heads");
-  kv_ = kv_head_layout(cfg, world);
-  local_heads_ = heads_.local_size();
-  local_kv_heads_ = kv_.local_size();
   if (spec_.qk_norm == AttentionSpec::QkNorm::kWhole && world > nkv) {
     // The norm needs the whole key projection; ranks sharing a replicated KV head cannot gather it.
     throw ConfigError("tensor-parallel size (" + std::to_string(world) + ") exceeds the number of key/value heads (" +
                       std::to_string(nkv) + "): " + spec_.type_name +
                       "'s k_norm normalizes the whole key projection, which needs each rank to hold its own KV "
-                      "heads; use a tensor-parallel size of at most " + std::to_string(nkv));
+                      "heads; use a tensor-parallel size of at most " +
+                      std::to_string(nkv));
   }
+  heads_ = tp::ShardLayout::even(nh, world, "number of attention heads");
+  kv_ = kv_head_layout(cfg, world);
+  local_heads_ = heads_.local_size();
+  local_kv_heads_ = kv_.local_size();
   if (spec_.scale == 0.0) spec_.scale = 1.0 / std::sqrt(static_cast<double>(d));
   const bool b = spec_.qkv_bias;
   switch (spec_.qkv) {

@@ -48,9 +48,9 @@ TEST(RopeScaling, YarnTablesEqualTransformers) {
 TEST(RopeScaling, YarnSettingsAreReadAndDerivedAsTransformers5) {
   const std::string base = R"("model_type": "qwen3", "vocab_size": 64, "hidden_size": 64, "intermediate_size": 128,
       "num_hidden_layers": 2, "num_attention_heads": 4, "head_dim": 16, "max_position_embeddings": 8192)";
-  // No factor: the context ratio; no attention factor: 0.1 ln(factor) + 1.
+  // A null factor: the context ratio (5.x); no attention factor: 0.1 ln(factor) + 1.
   ModelConfig c = parse_hf_config("{" + base + R"(, "rope_parameters": {"rope_type": "yarn", "rope_theta": 10000.0,
-          "original_max_position_embeddings": 2048}})",
+          "factor": null, "original_max_position_embeddings": 2048}})",
                                   "q.json");
   EXPECT_EQ(c.rope_scaling.type, "yarn");
   EXPECT_DOUBLE_EQ(c.rope_scaling.factor, 4.0);
@@ -63,7 +63,21 @@ TEST(RopeScaling, YarnSettingsAreReadAndDerivedAsTransformers5) {
           "original_max_position_embeddings": 2048}})",
                       "q.json");
   EXPECT_DOUBLE_EQ(c.rope_scaling.factor, 2.0);
-  // Errors name the field.
+  // Errors name the field. transformers (4.x and 5.x) requires the factor key.
+  testing::expect_load_error(
+      [&] {
+        parse_hf_config("{" + base + R"(, "rope_parameters": {"rope_type": "yarn", "rope_theta": 10000.0}})", "q.json");
+      },
+      {"q.json", "missing field 'rope_parameters.factor'"});
+  // Two spellings that disagree on what derives the attention factor.
+  testing::expect_load_error(
+      [&] {
+        parse_hf_config("{" + base + R"(, "rope_scaling": {"rope_type": "yarn", "factor": 4.0, "mscale": 1.0,
+            "mscale_all_dim": 0.5}, "rope_parameters": {"rope_type": "yarn", "factor": 4.0, "mscale": 1.0,
+            "mscale_all_dim": 1.0}})",
+                        "q.json");
+      },
+      {"q.json", "rope_scaling", "rope_parameters", "disagree"});
   testing::expect_load_error(
       [&] { parse_hf_config("{" + base + R"(, "rope_scaling": {"rope_type": "yarn", "factor": -1.0}})", "q.json"); },
       {"q.json", "rope_scaling.factor", "positive"});
@@ -106,7 +120,24 @@ TEST(RopeScaling, Olmo3RopePerLayerTypeAndWhatTransformers5WouldReadOtherwise) {
                         "o.json");
       },
       {"o.json", "rope_parameters.sliding_attention.rope_type", "yarn"});
-  // truncate inside a per-layer-type dict is never read by transformers 5.x.
+  // truncate inside a per-layer-type dict is never read by transformers 5.x,
+  // nor in a 4.x rope_scaling it merges into one.
+  testing::expect_load_error(
+      [&] {
+        parse_hf_config("{" + base + R"(, "rope_scaling": {"rope_type": "yarn", "factor": 2.0, "truncate": false}})",
+                        "o.json");
+      },
+      {"o.json", "rope_scaling.truncate"});
+  // A null window leaves the default sliding layers without one; with
+  // layer_types all full it is what the config says.
+  testing::expect_load_error([&] { parse_hf_config("{" + base + R"(, "sliding_window": null})", "o.json"); },
+                             {"o.json", "sliding_window", "null"});
+  std::string full = "[";
+  for (int i = 0; i < 8; ++i) full += std::string(i ? ", " : "") + "\"full_attention\"";
+  full += "]";
+  c = parse_hf_config("{" + base + R"(, "sliding_window": null, "layer_types": )" + full + "}", "o.json");
+  EXPECT_EQ(c.sliding_window, 0);
+  for (int64_t i = 0; i < 8; ++i) EXPECT_FALSE(c.layer_slides(i)) << i;
   testing::expect_load_error(
       [&] {
         parse_hf_config("{" + base + R"(, "rope_parameters": {"full_attention": {"rope_type": "yarn",

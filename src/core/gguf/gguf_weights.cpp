@@ -79,18 +79,21 @@ void GgufWeights::read_config() {
   }
   c.vocab_size = embd.dims[1];
   // llama.cpp ends generation at its end-of-turn and end-of-message ids too,
-  // and ignores (with a warning) one outside the vocabulary.
+  // and ignores (with a warning) one outside the vocabulary. With a
+  // vocabulary, its whole end-of-generation set decides (below), exceptions
+  // included.
+  const GgufValue* tokens = f.find("tokenizer.ggml.tokens");
   for (const char* key : {"tokenizer.ggml.eot_token_id", "tokenizer.ggml.eom_token_id"}) {
     const int64_t id = f.get_int_or(key, -1);
     if (id >= c.vocab_size)
       log_warning(f.path() + ": " + key + " = " + std::to_string(id) + " is outside the " +
                   std::to_string(c.vocab_size) + "-token vocabulary; ignored");
-    else
+    else if (tokens == nullptr)
       c.add_eos_token_id(id);
   }
   // And where llama.cpp also ends it: fill-in-the-middle ids and the
   // end-of-turn tokens it recognizes by their text (gguf_eog_tokens.h).
-  if (const GgufValue* tokens = f.find("tokenizer.ggml.tokens")) {
+  if (tokens != nullptr) {
     GgufSpecialIds ids;
     ids.eos = c.eos_token_id;
     ids.eot = f.get_int_or("tokenizer.ggml.eot_token_id", -1);

@@ -222,9 +222,17 @@ void read_olmo3(TrackedHfConfigFields& f, ModelConfig& c, const std::string& own
                     " without 'rope_parameters.sliding_attention.rope_theta': transformers 5.x applies it to the "
                     "full-attention layers only and 500000 to the sliding ones; give each layer type's rope_theta");
   }
+  // Absent: 4096; null: none, which transformers cannot build a sliding layer
+  // without, so only layer_types with no sliding layer may go with it.
   const json* w = f.get("sliding_window");
-  c.sliding_window = w == nullptr ? 4096 : f.maybe_integer("sliding_window").value_or(0);
+  const bool null_window = w == nullptr && f.object().contains("sliding_window");
+  c.sliding_window = null_window ? 0 : w == nullptr ? 4096 : f.integer("sliding_window");
   f.mark("sliding_window");
+  if (c.sliding_window <= 0 && !f.has("layer_types")) {
+    throw LoadError(what + ": field 'sliding_window' = " + (w == nullptr ? std::string("null") : shown_json(*w)) +
+                    " leaves OLMo 3's sliding layers (every layer but each 4th, as no 'layer_types' is given) "
+                    "without a window");
+  }
   c.sliding_layers.resize(static_cast<size_t>(std::max<int64_t>(c.num_layers, 0)));
   for (int64_t i = 0; i < c.num_layers; ++i) c.sliding_layers[static_cast<size_t>(i)] = (i + 1) % 4 != 0;
 }
@@ -351,7 +359,8 @@ ModelConfig config_from_json(const json& j, const std::string& what) {
         model_type == "llama" || model_type == "mistral" || model_type == "qwen2" || model_type == "smollm3";
     c.architecture = llama ? "llama" : model_type == "olmo3" ? "olmo2" : model_type;
     c.model_type = model_type;
-    read_llama_like(f, c, model_type == "mixtral" || model_type == "olmo3" ? 1e-5 : 1e-6);
+    // transformers' defaults: 1e-5 for Mixtral and OLMo 2/3, 1e-6 for the others.
+    read_llama_like(f, c, model_type == "mixtral" || model_type == "olmo2" || model_type == "olmo3" ? 1e-5 : 1e-6);
     HfRopeRules rope;
     if (model_type == "llama") rope.scaling_types = {"llama3"};
     if (model_type == "qwen2" || model_type == "qwen3" || model_type == "qwen3_moe" || model_type == "smollm3")

@@ -47,8 +47,10 @@ double positive(TrackedHfConfigFields& r, const std::string& key) {
   return *v;
 }
 
+// `per_layer_type`: the model's rope_parameters hold one dict per layer type
+// (Gemma 3, OLMo 3), whatever spelling this dict comes from.
 RopeDict read_rope_dict(const json& j, const std::string& what, const std::string& path, const std::string& owner,
-                        const std::set<std::string>& allowed) {
+                        const std::set<std::string>& allowed, bool per_layer_type) {
   if (!j.is_object()) throw LoadError(what + ": field '" + path + "' = " + shown_json(j) + ", expected an object");
   TrackedHfConfigFields r(j, what, path + ".");
   RopeDict d;
@@ -83,7 +85,9 @@ RopeDict read_rope_dict(const json& j, const std::string& what, const std::strin
     d.original_max_position = r.maybe_integer("original_max_position_embeddings");
   } else if (d.type == "yarn") {
     s.type = "yarn";
-    // Absent or null: derived (finish_yarn).
+    // transformers requires the factor key; 5.x derives a null one (finish_yarn).
+    if (!j.contains("factor")) throw LoadError(what + ": missing field '" + r.path("factor") + "'");
+    // Absent or null attention factor: derived (finish_yarn).
     for (auto [key, out] : {std::pair{"factor", &s.factor}, std::pair{"attention_factor", &s.attention_factor}}) {
       if (const std::optional<double> v = r.maybe_number(key)) {
         if (!(*v > 0.0)) throw LoadError(what + ": field '" + r.path(key) + "' must be positive");
@@ -102,9 +106,10 @@ RopeDict read_rope_dict(const json& j, const std::string& what, const std::strin
     d.mscale = r.maybe_number("mscale");
     d.mscale_all_dim = r.maybe_number("mscale_all_dim");
     s.truncate = r.boolean("truncate", true);
-    // transformers 5.x reads `truncate` from the top of rope_parameters, so a
-    // per-layer-type dict's is never applied: only its default is accepted there.
-    if (!s.truncate && path.rfind("rope_parameters.", 0) == 0) {
+    // transformers 5.x reads `truncate` from the top of rope_parameters, so
+    // where that holds per-layer-type dicts (a 4.x rope_scaling is merged
+    // into one) it is never applied: only its default is accepted there.
+    if (!s.truncate && per_layer_type) {
       throw LoadError(what + ": field '" + r.path("truncate") +
                       "' = false is not implemented (transformers truncates the correction range of a "
                       "per-layer-type rope dict whatever it says)");
@@ -136,7 +141,7 @@ HfRope read_hf_rope(TrackedHfConfigFields& f, const std::string& owner, const Hf
   if (const json* p = f.get("rope_parameters")) {
     f.mark("rope_parameters");
     if (rules.layer_type.empty()) {
-      v5 = read_rope_dict(*p, what, "rope_parameters", owner, rules.scaling_types);
+      v5 = read_rope_dict(*p, what, "rope_parameters", owner, rules.scaling_types, false);
     } else {
       if (!p->is_object()) throw f.type_error("rope_parameters", *p, "an object");
       for (auto it = p->begin(); it != p->end(); ++it) {
@@ -148,14 +153,14 @@ HfRope read_hf_rope(TrackedHfConfigFields& f, const std::string& owner, const Hf
       }
       auto it = p->find(rules.layer_type);
       if (it != p->end() && !it->is_null()) {
-        v5 = read_rope_dict(*it, what, "rope_parameters." + rules.layer_type, owner, rules.scaling_types);
+        v5 = read_rope_dict(*it, what, "rope_parameters." + rules.layer_type, owner, rules.scaling_types, true);
       }
     }
   }
   if (rules.v4_scaling) {
     if (const json* s = f.get("rope_scaling")) {
       f.mark("rope_scaling");
-      v4 = read_rope_dict(*s, what, "rope_scaling", owner, rules.scaling_types);
+      v4 = read_rope_dict(*s, what, "rope_scaling", owner, rules.scaling_types, !rules.layer_type.empty());
     }
   }
 
@@ -183,7 +188,9 @@ HfRope read_hf_rope(TrackedHfConfigFields& f, const std::string& owner, const Hf
                     " is not implemented for " + owner + " (rotary embedding on part of each head; only 1.0)");
   }
   out.original_max_position = agreed_value(what, original);
-  if (v4 && v5 && !same_scaling(v4->scaling, v5->scaling)) {
+  if (v4 && v5 &&
+      (!same_scaling(v4->scaling, v5->scaling) || v4->mscale != v5->mscale ||
+       v4->mscale_all_dim != v5->mscale_all_dim)) {
     throw LoadError(what + ": fields 'rope_scaling' (" + describe(*v4) + ") and '" + v5->path + "' (" + describe(*v5) +
                     ") disagree (two spellings of one setting must say the same)");
   }

@@ -117,6 +117,10 @@ TEST(HfConfig, SmolLM3HubConfig) {
       "num_hidden_layers": 6, "num_attention_heads": 2)";
   const ModelConfig d = parse_hf_config("{" + small + R"(, "no_rope_layer_interval": 3})", "s.json");
   EXPECT_EQ(d.nope_layers, (std::vector<bool>{false, false, true, false, false, true}));
+  // The list wins over the interval.
+  const ModelConfig e = parse_hf_config(
+      "{" + small + R"(, "no_rope_layer_interval": 4, "no_rope_layers": [0, 1, 1, 1, 1, 0]})", "s.json");
+  EXPECT_EQ(e.nope_layers, (std::vector<bool>{true, false, false, false, false, true}));
   expect_load_error([&] { parse_hf_config("{" + small + R"(, "no_rope_layers": [1, 1, 2, 1, 1, 0]})", "s.json"); },
                     {"s.json", "no_rope_layers[2]", "2"});
   expect_load_error([&] { parse_hf_config("{" + small + R"(, "no_rope_layers": [1, 0]})", "s.json"); },
