@@ -50,22 +50,21 @@ const std::set<std::string>& fim_sep_texts() {
 std::vector<int64_t> llama_cpp_eog_ids(const std::vector<std::string>& tokens, const GgufSpecialIds& ids) {
   const int64_t n = static_cast<int64_t>(tokens.size());
   auto valid = [n](int64_t id) { return id >= 0 && id < n; };
-  // A fill-in-the-middle id the file does not give is the first token with
-  // one of its texts (llama.cpp takes the first its hash map yields; a
-  // vocabulary holds at most one of them in practice).
-  auto by_text = [&](int64_t given, const std::set<std::string>& texts) -> int64_t {
-    if (valid(given)) return given;
-    for (int64_t id = 0; id < n; ++id)
-      if (texts.count(tokens[static_cast<size_t>(id)])) return id;
-    return -1;
-  };
+  // One pass over the vocabulary: the end-of-turn texts, and for each
+  // fill-in-the-middle id the file does not give, the first token with one of
+  // its texts (llama.cpp takes the first its hash map yields; a vocabulary
+  // holds at most one of them in practice).
+  int64_t fim[3] = {valid(ids.fim_pad) ? ids.fim_pad : -1, valid(ids.fim_rep) ? ids.fim_rep : -1,
+                    valid(ids.fim_sep) ? ids.fim_sep : -1};
+  const std::set<std::string>* fim_texts[3] = {&fim_pad_texts(), &fim_rep_texts(), &fim_sep_texts()};
   std::set<int64_t> eog;
-  for (int64_t id : {by_text(ids.fim_pad, fim_pad_texts()), by_text(ids.fim_rep, fim_rep_texts()),
-                     by_text(ids.fim_sep, fim_sep_texts())})
-    if (id >= 0) eog.insert(id);
-  for (int64_t id = 0; id < n; ++id)
-    if (eog_texts().count(tokens[static_cast<size_t>(id)])) eog.insert(id);
-  for (int64_t id : {ids.eos, ids.eot, ids.eom})
+  for (int64_t id = 0; id < n; ++id) {
+    const std::string& text = tokens[static_cast<size_t>(id)];
+    if (eog_texts().count(text)) eog.insert(id);
+    for (int k = 0; k < 3; ++k)
+      if (fim[k] < 0 && fim_texts[k]->count(text)) fim[k] = id;
+  }
+  for (int64_t id : {fim[0], fim[1], fim[2], ids.eos, ids.eot, ids.eom})
     if (valid(id)) eog.insert(id);
 
   auto present = [&](const char* text) -> int64_t {

@@ -114,19 +114,15 @@ RotaryEmbedding::RotaryEmbedding(int64_t head_dim, int64_t max_position, double 
     sin_ = (freqs.sin() * attn).contiguous();
     return;
   }
-  if (scaling.type == "yarn") {
-    inv_freq_ = scale_yarn(at::pow(theta, exponent), head_dim, theta, scaling);
-    at::Tensor freqs = at::outer(t, inv_freq_);  // [max_position, head_dim / 2]
-    cos_ = (freqs.cos() * scaling.attention_factor).contiguous();
-    sin_ = (freqs.sin() * scaling.attention_factor).contiguous();
-    return;
-  }
-  inv_freq_ = 1.0 / at::pow(theta, exponent);
+  const bool yarn = scaling.type == "yarn";
+  inv_freq_ = yarn ? scale_yarn(at::pow(theta, exponent), head_dim, theta, scaling) : 1.0 / at::pow(theta, exponent);
   if (scaling.is_llama3()) inv_freq_ = scale_llama3(inv_freq_, scaling);
   if (scaling.type == "linear") inv_freq_ = inv_freq_ / scaling.factor;
   at::Tensor freqs = at::outer(t, inv_freq_);  // [max_position, head_dim / 2]
-  cos_ = freqs.cos().contiguous();
-  sin_ = freqs.sin().contiguous();
+  // YaRN scales cos and sin; 1.0 elsewhere (a multiply by 1 changes no bit).
+  const double attn = yarn ? scaling.attention_factor : 1.0;
+  cos_ = (freqs.cos() * attn).contiguous();
+  sin_ = (freqs.sin() * attn).contiguous();
 }
 
 void RotaryEmbedding::ensure_device_tables(const at::Tensor& x) const {
