@@ -45,7 +45,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (!packed_q8_available(*type)) {
-    std::printf("packed_linear_q8 does not run %s on this CPU (Q4_1 and Q8_0 with AVX-512 VNNI)\n", argv[1]);
+    std::printf("packed_linear_q8 does not run %s on this CPU (Q4_1 and Q8_0 with AVX-512 VNNI or AVX2)\n", argv[1]);
     return 0;
   }
   if (K % 32 != 0) {

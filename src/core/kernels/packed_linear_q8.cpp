@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/kernels/cpu_features.h"
+#include "core/kernels/packed_linear_q8_internal.h"
 #include "core/kernels/packed_matmul_call.h"
 #include "core/kernels/parallel_chunks.h"
 
@@ -27,6 +28,11 @@
 #endif
 
 namespace nnsight::kernels {
+
+using detail::kQ8Cols;
+using detail::kQ8MaxRows;
+using detail::Q8Kernels;
+using detail::Q8Tile;
 
 namespace {
 
@@ -59,8 +65,8 @@ constexpr double kMinThreadWorkNs = 4000.0;
 constexpr int64_t kPrefetchTiles = 2;
 constexpr int64_t kMinPrefetchBytes = 1024, kMaxPrefetchBytes = int64_t(64) << 10;
 
-constexpr int kMaxRows = 4;  // rows of x per tile
-constexpr int kCols = 4;     // rows of w per tile
+constexpr int kMaxRows = 4;  // rows of x per AVX-512 tile
+constexpr int kCols = kQ8Cols;
 
 // The calling thread's buffer for the rounded rows of x, at least n bytes,
 // 64-byte aligned (the tiles load it 64 bytes at a time), kept between calls.
@@ -256,26 +262,42 @@ NNSIGHT_Q8_TARGET void q8_0_tile(const uint8_t* const* xq, const uint8_t* const*
     for (int r = 0; r < kCols; ++r) res[i * kCols + r] = _mm512_reduce_add_ps(acc[i][r]);
 }
 
-using Tile = void (*)(const uint8_t* const*, const uint8_t* const*, int64_t, int64_t, float*);
-// By rows of x.
-constexpr Tile kQ41Tiles[kMaxRows + 1] = {nullptr, q4_1_tile<1>, q4_1_tile<2>, q4_1_tile<3>, q4_1_tile<4>};
-constexpr Tile kQ80Tiles[kMaxRows + 1] = {nullptr, q8_0_tile<1>, q8_0_tile<2>, q8_0_tile<3>, q8_0_tile<4>};
+int64_t avx512_row_bytes(int64_t K) { return groups_of(K) * kGroupBytes; }
+
+// Q8_0's rounded bytes are stored offset by 128 (vpdpbusd's unsigned
+// operand), Q4_1's not.
+int avx512_rounding_of(PackedType type) { return type == PackedType::Q8_0 ? 1 : 0; }
+
+void avx512_round_row(const float* x, int64_t K, int rounding, uint8_t* out) {
+  round_row(x, K, rounding == 1 ? 0x80 : 0, out);
+}
+
+#endif  // NNSIGHT_Q8_KERNELS
+
+// The instruction set packed_linear_q8 runs on this CPU, or null.
+const Q8Kernels* q8_kernels() {
+  static const Q8Kernels* const k = []() -> const Q8Kernels* {
+    const std::vector<const Q8Kernels*> here = detail::q8_kernels_here();
+    return here.empty() ? nullptr : here.front();
+  }();
+  return k;
+}
 
 // out[:, w.scan_row(p)] for p in [p_begin, p_end): blocks of kBlockRows w
-// rows, each passed over by every tile of x.
-void tile_columns(const Tile* tiles, const uint8_t* xq, int64_t x_bytes, int64_t M, const PackedMatrix& w,
-                  const float* bias, float* out, int64_t p_begin, int64_t p_end) {
+// rows, each passed over by every tile of x (up to max_rows rows of x each).
+void tile_columns(const Q8Tile* tiles, int max_rows, const uint8_t* xq, int64_t x_bytes, int64_t M,
+                  const PackedMatrix& w, const float* bias, float* out, int64_t p_begin, int64_t p_end) {
   const int64_t N = w.rows, nb = w.cols / kBlock;
   const int64_t prefetch =
       std::clamp<int64_t>(kPrefetchTiles * kCols * w.row_bytes(), kMinPrefetchBytes, kMaxPrefetchBytes);
-  const uint8_t* xr[kMaxRows];
+  const uint8_t* xr[kQ8MaxRows];
   const uint8_t* wr[kCols];
   int64_t col[kCols];
-  float res[kMaxRows * kCols];
+  float res[kQ8MaxRows * kCols];
   for (int64_t pb = p_begin; pb < p_end; pb += kBlockRows) {
     const int64_t pe = std::min(pb + kBlockRows, p_end);
-    for (int64_t m0 = 0; m0 < M; m0 += kMaxRows) {
-      const int mr = static_cast<int>(std::min<int64_t>(kMaxRows, M - m0));
+    for (int64_t m0 = 0; m0 < M; m0 += max_rows) {
+      const int mr = static_cast<int>(std::min<int64_t>(max_rows, M - m0));
       for (int i = 0; i < mr; ++i) xr[i] = xq + (m0 + i) * x_bytes;
       for (int64_t p = pb; p < pe; p += kCols) {
         // Positions past the end repeat the last one, computed and not stored.
@@ -312,23 +334,21 @@ struct Part {
 };
 
 // out_i = x w_i^T (+ bias_i) for every part, x [M, K] float32: x rounded once
-// per kind of weight block (Q8_0's rounded bytes are stored offset by 128,
-// Q4_1's not), then all the parts' units shared out to the threads as one job
-// (one fork-join for a layer's q/k/v or gate/up at decode).
-void run_parts(const float* x, int64_t M, int64_t K, std::vector<Part>& parts) {
-  const int64_t x_bytes = groups_of(K) * kGroupBytes;
-  bool has_q8_0 = false, has_q4_1 = false;
-  for (const Part& p : parts) (p.w->type == PackedType::Q8_0 ? has_q8_0 : has_q4_1) = true;
-  const int64_t copies = int64_t(has_q8_0) + int64_t(has_q4_1);
+// per rounding the parts' types need (k.rounding_of), then all the parts'
+// units shared out to the threads as one job (one fork-join for a layer's
+// q/k/v or gate/up at decode).
+void run_parts(const Q8Kernels& k, const float* x, int64_t M, int64_t K, std::vector<Part>& parts) {
+  const int64_t x_bytes = k.row_bytes(K);
+  bool needed[2] = {false, false};
+  for (const Part& p : parts) needed[k.rounding_of(p.w->type)] = true;
+  const int64_t copies = int64_t(needed[0]) + int64_t(needed[1]);
   uint8_t* buf = rounded_x_buffer(static_cast<size_t>(copies * M * x_bytes));  // [copies, M, x_bytes]
-  uint8_t* xq_q4_1 = has_q4_1 ? buf : nullptr;
-  uint8_t* xq_q8_0 = has_q8_0 ? buf + (has_q4_1 ? M * x_bytes : 0) : nullptr;
+  uint8_t* xq[2] = {needed[0] ? buf : nullptr, needed[1] ? buf + (needed[0] ? M * x_bytes : 0) : nullptr};
   const int64_t round_grain = std::max<int64_t>(1, (int64_t(1) << 16) / K);
   kernels::parallel_for(0, M, round_grain, [&](int64_t m0, int64_t m1) {
-    for (int64_t m = m0; m < m1; ++m) {
-      if (xq_q4_1 != nullptr) round_row(x + m * K, K, 0, xq_q4_1 + m * x_bytes);
-      if (xq_q8_0 != nullptr) round_row(x + m * K, K, 0x80, xq_q8_0 + m * x_bytes);
-    }
+    for (int64_t m = m0; m < m1; ++m)
+      for (int r = 0; r < 2; ++r)
+        if (xq[r] != nullptr) k.round_row(x + m * K, K, r, xq[r] + m * x_bytes);
   });
   int64_t units = 0;
   double cost = 0.0;
@@ -346,44 +366,62 @@ void run_parts(const float* x, int64_t M, int64_t K, std::vector<Part>& parts) {
       const int64_t end = i + 1 < parts.size() ? parts[i + 1].unit0 : units;
       const int64_t a = std::max(u0, p.unit0), b = std::min(u1, end);
       if (a >= b) continue;
-      const bool q8_0 = p.w->type == PackedType::Q8_0;
-      tile_columns(q8_0 ? kQ80Tiles : kQ41Tiles, q8_0 ? xq_q8_0 : xq_q4_1, x_bytes, M, *p.w, p.bias, p.out,
+      const Q8Tile* tiles = p.w->type == PackedType::Q8_0 ? k.q8_0 : k.q4_1;
+      tile_columns(tiles, k.max_rows, xq[k.rounding_of(p.w->type)], x_bytes, M, *p.w, p.bias, p.out,
                    (a - p.unit0) * kRowsPerUnit, std::min((b - p.unit0) * kRowsPerUnit, p.w->rows));
     }
   });
 }
 
-void run(const float* x, const PackedMatrix& w, const float* bias, float* out, int64_t M) {
-  std::vector<Part> parts{{&w, bias, out, 0}};
-  run_parts(x, M, w.cols, parts);
-}
-
-#endif  // NNSIGHT_Q8_KERNELS
-
 }  // namespace
 
-bool packed_q8_available(PackedType type) {
-#if NNSIGHT_Q8_KERNELS
+namespace detail {
+
+std::vector<const Q8Kernels*> q8_kernels_here() {
+  std::vector<const Q8Kernels*> here;
   // cpu_features() says AVX-512 F/BW/VL unless NNSIGHT_CPU caps it below.
-  static const bool vnni = cpu_features().avx512 && __builtin_cpu_supports("avx512vnni");
-  return (type == PackedType::Q4_1 || type == PackedType::Q8_0) && vnni;
-#else
-  (void)type;
-  return false;
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (cpu_features().avx512 && __builtin_cpu_supports("avx512vnni") && avx512_q8_kernels() != nullptr)
+    here.push_back(avx512_q8_kernels());
 #endif
+  if (cpu_features().avx2 && avx2_q8_kernels() != nullptr) here.push_back(avx2_q8_kernels());
+  return here;
+}
+
+at::Tensor packed_linear_q8_on(const Q8Kernels& k, const at::Tensor& x, const PackedMatrix& w, const at::Tensor& bias) {
+  TORCH_CHECK(w.type == PackedType::Q4_1 || w.type == PackedType::Q8_0,
+              "packed_linear_q8: ", packed_traits(w.type).name, " weights do not run with 8-bit activations");
+  return packed_matmul("packed_linear_q8", x, w, bias,
+                       [&](const float* x2, const PackedMatrix& w2, const float* b, float* out, int64_t M) {
+                         std::vector<Part> parts{{&w2, b, out, 0}};
+                         run_parts(k, x2, M, w2.cols, parts);
+                       });
+}
+
+const Q8Kernels* avx512_q8_kernels() {
+#if NNSIGHT_Q8_KERNELS
+  static const Q8Kernels k{"AVX-512 VNNI",
+                           avx512_row_bytes,
+                           avx512_rounding_of,
+                           avx512_round_row,
+                           kMaxRows,
+                           {nullptr, q4_1_tile<1>, q4_1_tile<2>, q4_1_tile<3>, q4_1_tile<4>},
+                           {nullptr, q8_0_tile<1>, q8_0_tile<2>, q8_0_tile<3>, q8_0_tile<4>}};
+  return &k;
+#else
+  return nullptr;
+#endif
+}
+}  // namespace detail
+
+bool packed_q8_available(PackedType type) {
+  return (type == PackedType::Q4_1 || type == PackedType::Q8_0) && q8_kernels() != nullptr;
 }
 
 at::Tensor packed_linear_q8(const at::Tensor& x, const PackedMatrix& w, const at::Tensor& bias) {
   TORCH_CHECK(packed_q8_available(w.type), "packed_linear_q8: ", packed_traits(w.type).name,
-              " weights do not run with 8-bit activations on this CPU (Q4_1 and Q8_0 with AVX-512 VNNI only)");
-  return detail::packed_matmul("packed_linear_q8", x, w, bias,
-                               [&](const float* x2, const PackedMatrix& w2, const float* b, float* out, int64_t M) {
-#if NNSIGHT_Q8_KERNELS
-                                 run(x2, w2, b, out, M);
-#else
-                                 (void)x2, (void)w2, (void)b, (void)out, (void)M;
-#endif
-                               });
+              " weights do not run with 8-bit activations on this CPU (Q4_1 and Q8_0 with AVX2 or AVX-512 VNNI only)");
+  return detail::packed_linear_q8_on(*q8_kernels(), x, w, bias);
 }
 
 std::vector<at::Tensor> packed_linear_q8_many(const at::Tensor& x, const std::vector<const PackedMatrix*>& ws,
@@ -404,7 +442,6 @@ std::vector<at::Tensor> packed_linear_q8_many(const at::Tensor& x, const std::ve
     for (size_t i = 0; i < ws.size(); ++i) outs.push_back(packed_linear_q8(x, *ws[i], bias_of(i)));
     return outs;
   }
-#if NNSIGHT_Q8_KERNELS
   const int64_t M = x.size(0);
   std::vector<at::Tensor> bs;  // float32 contiguous copies, kept alive for the call
   std::vector<Part> parts;
@@ -415,8 +452,7 @@ std::vector<at::Tensor> packed_linear_q8_many(const at::Tensor& x, const std::ve
     parts.push_back(
         {ws[i], bs.back().defined() ? bs.back().data_ptr<float>() : nullptr, outs.back().data_ptr<float>(), 0});
   }
-  run_parts(x.data_ptr<float>(), M, x.size(1), parts);
-#endif
+  run_parts(*q8_kernels(), x.data_ptr<float>(), M, x.size(1), parts);
   return outs;
 }
 

@@ -1,7 +1,8 @@
 // Linear layer on packed weights with 8-bit activations (llama.cpp's scheme):
 // y = x w^T (+ bias) where each 32-element block of each row of x is first
 // rounded to int8 with a float scale, and each block's product with the
-// weights is an integer dot product (AVX-512 VNNI `vpdpbusd`).
+// weights is an integer dot product (AVX-512 VNNI `vpdpbusd`, or AVX2
+// `vpmaddubsw` + `vpmaddwd` on CPUs without it: packed_linear_q8_avx2.cpp).
 //
 // NOT exact: the activations are rounded (to about 1/254 of each block's
 // largest element), so results differ from packed_linear's (which are bitwise
@@ -35,9 +36,12 @@
 namespace nnsight::kernels {
 
 // Whether packed_linear_q8 runs weights of `type` on this CPU: Q4_1 and
-// Q8_0 with AVX-512 F/BW/VL + VNNI (not under NNSIGHT_CPU=avx2 or scalar).
-// Otherwise callers use packed_linear. (AVX-VNNI without AVX-512 and AMX
-// tiles are not written: no such CPU here to test them on.)
+// Q8_0 with AVX-512 F/BW/VL + VNNI, or else with AVX2 + FMA (so under
+// NNSIGHT_CPU=avx2 the AVX2 tiles; none under NNSIGHT_CPU=scalar).
+// Otherwise callers use packed_linear. The two instruction sets round x the
+// same way and compute the same exact integer sums; their float sums differ
+// in order (each is batch invariant on its own). (AVX-VNNI without AVX-512,
+// and AMX tiles, are not written: no such CPU here to test them on.)
 bool packed_q8_available(PackedType type);
 
 // x: [..., K] float32 or bfloat16 (widened to float32, the result rounded

@@ -6,6 +6,7 @@
 // same alone or in any batch and thread count; the types it does not run
 // refused by name.
 #include "core/kernels/packed_linear_q8.h"
+#include "core/kernels/packed_linear_q8_internal.h"
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
@@ -141,7 +142,7 @@ Reference reference(PackedType type, const at::Tensor& x, const std::vector<uint
 class PackedLinearQ8 : public ::testing::TestWithParam<PackedType> {
  protected:
   void SetUp() override {
-    if (!kernels::packed_q8_available(GetParam())) GTEST_SKIP() << "this CPU has no AVX-512 VNNI";
+    if (!kernels::packed_q8_available(GetParam())) GTEST_SKIP() << "this CPU has neither AVX2 nor AVX-512 VNNI";
   }
   PackedMatrix matrix(const std::vector<uint8_t>& data, int64_t rows, int64_t cols) const {
     return kernels::make_packed_matrix(GetParam(), rows, cols, data.data());
@@ -151,20 +152,58 @@ class PackedLinearQ8 : public ::testing::TestWithParam<PackedType> {
 TEST_P(PackedLinearQ8, EqualsTheIntegerReferenceToFloatRoundingAtEveryRowLength) {
   // Row lengths of 1-5 blocks (within one group of 4, across it) and the
   // default model's 576 and 1536; N = 37, not a multiple of the tile's 4.
+  // Every instruction set here, and packed_linear_q8's pick.
+  const std::vector<const kernels::detail::Q8Kernels*> isas = kernels::detail::q8_kernels_here();
+  ASSERT_FALSE(isas.empty());
   for (int64_t K : {32, 64, 96, 128, 160, 576, 1536}) {
     const int64_t N = 37;
     const std::vector<uint8_t> data = random_blocks(GetParam(), N, K, static_cast<uint32_t>(K));
     const PackedMatrix w = matrix(data, N, K);
     at::Tensor bias = at::randn({N}, at::detail::createCPUGenerator(3), at::kFloat);
-    for (int64_t M : {1, 3, 4, 9}) {
-      SCOPED_TRACE("K=" + std::to_string(K) + " M=" + std::to_string(M));
+    for (int64_t M : {1, 2, 3, 4, 9}) {
       at::Tensor x = activations(M, K, static_cast<uint64_t>(K + M));
       const Reference ref = reference(GetParam(), x, data, N, bias);
-      at::Tensor y = kernels::packed_linear_q8(x, w, bias);  // [M, N]
-      ASSERT_EQ(y.sizes(), (std::vector<int64_t>{M, N}));
-      const double err = ((y.to(at::kDouble) - ref.y).abs() - 1e-5 * ref.bound).max().item<double>();
-      EXPECT_LE(err, 1e-6);
+      for (size_t k = 0; k <= isas.size(); ++k) {
+        SCOPED_TRACE("K=" + std::to_string(K) + " M=" + std::to_string(M) + " " +
+                     (k < isas.size() ? isas[k]->name : "packed_linear_q8"));
+        at::Tensor y = k < isas.size() ? kernels::detail::packed_linear_q8_on(*isas[k], x, w, bias)
+                                       : kernels::packed_linear_q8(x, w, bias);  // [M, N]
+        ASSERT_EQ(y.sizes(), (std::vector<int64_t>{M, N}));
+        const double err = ((y.to(at::kDouble) - ref.y).abs() - 1e-5 * ref.bound).max().item<double>();
+        EXPECT_LE(err, 1e-6);
+      }
     }
+  }
+}
+
+// Weights at the ends of their ranges: Q8_0's -128 (which vpsignb cannot
+// negate: the AVX2 tile takes |w| as unsigned) and 127, Q4_1's 0 and 15,
+// against activations at +-127 after rounding (a block's largest element,
+// and elements equal to it): each pair of products at its largest.
+TEST_P(PackedLinearQ8, WeightsAndActivationsAtTheEndsOfTheirRanges) {
+  const int64_t N = 8, K = 128, M = 3;
+  std::vector<uint8_t> data = random_blocks(GetParam(), N, K, 41);
+  const int64_t bytes = block_bytes(GetParam());
+  for (size_t blk = 0; blk < data.size(); blk += static_cast<size_t>(bytes)) {
+    const size_t row_block = blk / static_cast<size_t>(bytes);
+    for (int64_t k = GetParam() == PackedType::Q4_1 ? 4 : 2; k < bytes; ++k) {
+      uint8_t& b = data[blk + static_cast<size_t>(k)];
+      if (GetParam() == PackedType::Q4_1)
+        b = row_block % 2 == 0 ? 0xFF : 0x00;
+      else
+        b = row_block % 3 == 0 ? 0x80 : (row_block % 3 == 1 ? 0x7F : (k % 2 == 0 ? 0x80 : 0x7F));
+    }
+  }
+  const PackedMatrix w = matrix(data, N, K);
+  at::Tensor x = at::full({M, K}, 3.5f);  // every element 127 after rounding
+  x[1].mul_(-1.f);                        // -127
+  x[2] = at::where(at::arange(K) % 2 == 0, at::full({K}, 2.f), at::full({K}, -2.f));
+  const Reference ref = reference(GetParam(), x, data, N, at::Tensor());
+  for (const auto* isa : kernels::detail::q8_kernels_here()) {
+    SCOPED_TRACE(isa->name);
+    at::Tensor y = kernels::detail::packed_linear_q8_on(*isa, x, w, at::Tensor());
+    const double err = ((y.to(at::kDouble) - ref.y).abs() - 1e-5 * ref.bound).max().item<double>();
+    EXPECT_LE(err, 1e-6);
   }
 }
 
@@ -196,14 +235,19 @@ TEST_P(PackedLinearQ8, EveryRowIsTheSameAloneOrInAnyBatchAndThreadCount) {
   const PackedMatrix w = matrix(data, N, K);
   at::Tensor bias = at::randn({N}, at::detail::createCPUGenerator(4), at::kFloat);
   at::Tensor x = activations(11, K, 10);
-  at::set_num_threads(2);
-  at::Tensor batch = kernels::packed_linear_q8(x, w, bias);  // [11, N]
-  at::set_num_threads(1);
-  for (int64_t m = 0; m < 11; ++m) {
-    SCOPED_TRACE("row " + std::to_string(m));
-    EXPECT_TRUE(bitwise_equal(kernels::packed_linear_q8(x.narrow(0, m, 1), w, bias), batch.narrow(0, m, 1)));
+  for (const auto* isa : kernels::detail::q8_kernels_here()) {
+    SCOPED_TRACE(isa->name);
+    const auto y = [&](const at::Tensor& rows) { return kernels::detail::packed_linear_q8_on(*isa, rows, w, bias); };
+    at::set_num_threads(2);
+    at::Tensor batch = y(x);  // [11, N]
+    at::set_num_threads(1);
+    for (int64_t m = 0; m < 11; ++m) {
+      SCOPED_TRACE("row " + std::to_string(m));
+      EXPECT_TRUE(bitwise_equal(y(x.narrow(0, m, 1)), batch.narrow(0, m, 1)));
+    }
+    EXPECT_TRUE(bitwise_equal(y(x.narrow(0, 3, 6)), batch.narrow(0, 3, 6)));
+    EXPECT_TRUE(bitwise_equal(y(x.narrow(0, 4, 5)), batch.narrow(0, 4, 5)));
   }
-  EXPECT_TRUE(bitwise_equal(kernels::packed_linear_q8(x.narrow(0, 3, 6), w, bias), batch.narrow(0, 3, 6)));
 }
 
 TEST_P(PackedLinearQ8, KeepsTheShapeAndRowPermutationOfPackedLinear) {
