@@ -4,7 +4,10 @@
 // with packed weights: resident memory, load time, decode tokens/s.
 //
 //   synthetic_model_bench [--out DIR] [--batches 1,8] [--steps 8] [--threads N]
-//                         [--layers 32] [--generate-only 1]
+//                         [--layers 32] [--generate-only 1] [--fast-untraced 1]
+//
+// --fast-untraced 1: the engine with EngineArgs::fast_untraced (its requests
+// carry no trace, so every row takes the 8-bit kernels: Q4_K layers, Q6_K head).
 //
 // DIR defaults to $NNSIGHT_HOME/models (~/.cache/nnsight/models). The
 // tokenizer is the default model's (SmolLM2), its vocabulary padded with
@@ -188,7 +191,7 @@ double seconds_since(clock_type::time_point t0) {
 int main(int argc, char** argv) {
   std::string dir;
   std::vector<int64_t> batches = {1, 8};
-  int64_t steps = 8, threads = 0, generate_only = 0;
+  int64_t steps = 8, threads = 0, generate_only = 0, fast_untraced = 0;
   Shapes shapes;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i], v = argv[i + 1];
@@ -202,6 +205,8 @@ int main(int argc, char** argv) {
       shapes.layers = std::stoll(v);
     else if (a == "--generate-only")
       generate_only = std::stoll(v);
+    else if (a == "--fast-untraced")
+      fast_untraced = std::stoll(v);
     else if (a == "--batches") {
       batches.clear();
       std::stringstream ss(v);
@@ -237,8 +242,10 @@ int main(int argc, char** argv) {
                             .kv_cache_memory_mb(256)
                             .enable_prefix_caching(false)
                             .show_progress(false)
+                            .fast_untraced(fast_untraced != 0)
                             .num_threads(threads));
   const double load_s = seconds_since(t0);
+  std::printf("weights: packed%s\n", fast_untraced != 0 ? ", 8-bit activations (--fast-untraced)" : "");
   std::printf("load: %.2f s, resident %.2f GB -> %.2f GB\n", load_s, rss0 / 1e6, status_kb("VmRSS:") / 1e6);
   std::mt19937_64 rng(3);
   std::uniform_int_distribution<int32_t> tok(3, 49151);

@@ -265,12 +265,12 @@ NNSIGHT_Q8_TARGET void q8_0_tile(const uint8_t* const* xq, const uint8_t* const*
 int64_t avx512_row_bytes(int64_t K) { return groups_of(K) * kGroupBytes; }
 
 // Q8_0's rounded bytes are stored offset by 128 (vpdpbusd's unsigned
-// operand), Q4_1's not.
-int avx512_rounding_of(PackedType type) { return type == PackedType::Q8_0 ? 1 : 0; }
+// operand), Q4_1's not: two roundings.
+void avx512_round_row(const float* x, int64_t K, uint8_t* out) { round_row(x, K, 0, out); }
+void avx512_round_row_offset(const float* x, int64_t K, uint8_t* out) { round_row(x, K, 0x80, out); }
 
-void avx512_round_row(const float* x, int64_t K, int rounding, uint8_t* out) {
-  round_row(x, K, rounding == 1 ? 0x80 : 0, out);
-}
+const detail::Q8Rounding kAvx512Rounding{kBlock, avx512_row_bytes, avx512_round_row};
+const detail::Q8Rounding kAvx512OffsetRounding{kBlock, avx512_row_bytes, avx512_round_row_offset};
 
 #endif  // NNSIGHT_Q8_KERNELS
 
@@ -287,7 +287,7 @@ const Q8Kernels* q8_kernels() {
 // rows, each passed over by every tile of x (up to max_rows rows of x each).
 void tile_columns(const Q8Tile* tiles, int max_rows, const uint8_t* xq, int64_t x_bytes, int64_t M,
                   const PackedMatrix& w, const float* bias, float* out, int64_t p_begin, int64_t p_end) {
-  const int64_t N = w.rows, nb = w.cols / kBlock;
+  const int64_t N = w.rows, nb = w.cols / packed_traits(w.type).block_size;
   const int64_t prefetch =
       std::clamp<int64_t>(kPrefetchTiles * kCols * w.row_bytes(), kMinPrefetchBytes, kMaxPrefetchBytes);
   const uint8_t* xr[kQ8MaxRows];
@@ -331,24 +331,37 @@ struct Part {
   const float* bias;  // [w.rows] or null
   float* out;         // [M, w.rows]
   int64_t unit0;
+  int rounding = 0;  // run_parts' index of its rounded x
 };
 
 // out_i = x w_i^T (+ bias_i) for every part, x [M, K] float32: x rounded once
-// per rounding the parts' types need (k.rounding_of), then all the parts'
-// units shared out to the threads as one job (one fork-join for a layer's
-// q/k/v or gate/up at decode).
+// per rounding the parts' types read (Q8TypeKernels::rounding), then all the
+// parts' units shared out to the threads as one job (one fork-join for a
+// layer's q/k/v or gate/up at decode).
 void run_parts(const Q8Kernels& k, const float* x, int64_t M, int64_t K, std::vector<Part>& parts) {
-  const int64_t x_bytes = k.row_bytes(K);
-  bool needed[2] = {false, false};
-  for (const Part& p : parts) needed[k.rounding_of(p.w->type)] = true;
-  const int64_t copies = int64_t(needed[0]) + int64_t(needed[1]);
-  uint8_t* buf = rounded_x_buffer(static_cast<size_t>(copies * M * x_bytes));  // [copies, M, x_bytes]
-  uint8_t* xq[2] = {needed[0] ? buf : nullptr, needed[1] ? buf + (needed[0] ? M * x_bytes : 0) : nullptr};
+  constexpr int kMaxRoundings = 4;  // one per type at most
+  const detail::Q8Rounding* roundings[kMaxRoundings];
+  int64_t offsets[kMaxRoundings];  // bytes into the buffer: [M, row_bytes] per rounding
+  int num_roundings = 0;
+  int64_t bytes = 0;
+  for (Part& p : parts) {
+    const detail::Q8Rounding* r = k.of(p.w->type)->rounding;
+    int j = 0;
+    while (j < num_roundings && roundings[j] != r) ++j;
+    if (j == num_roundings) {
+      TORCH_CHECK(num_roundings < kMaxRoundings, "packed_linear_q8: too many roundings");
+      roundings[num_roundings] = r;
+      offsets[num_roundings++] = bytes;
+      bytes += M * r->row_bytes(K);
+    }
+    p.rounding = j;
+  }
+  uint8_t* buf = rounded_x_buffer(static_cast<size_t>(bytes));
   const int64_t round_grain = std::max<int64_t>(1, (int64_t(1) << 16) / K);
   kernels::parallel_for(0, M, round_grain, [&](int64_t m0, int64_t m1) {
-    for (int64_t m = m0; m < m1; ++m)
-      for (int r = 0; r < 2; ++r)
-        if (xq[r] != nullptr) k.round_row(x + m * K, K, r, xq[r] + m * x_bytes);
+    for (int j = 0; j < num_roundings; ++j)
+      for (int64_t m = m0; m < m1; ++m)
+        roundings[j]->round_row(x + m * K, K, buf + offsets[j] + m * roundings[j]->row_bytes(K));
   });
   int64_t units = 0;
   double cost = 0.0;
@@ -366,8 +379,8 @@ void run_parts(const Q8Kernels& k, const float* x, int64_t M, int64_t K, std::ve
       const int64_t end = i + 1 < parts.size() ? parts[i + 1].unit0 : units;
       const int64_t a = std::max(u0, p.unit0), b = std::min(u1, end);
       if (a >= b) continue;
-      const Q8Tile* tiles = p.w->type == PackedType::Q8_0 ? k.q8_0 : k.q4_1;
-      tile_columns(tiles, k.max_rows, xq[k.rounding_of(p.w->type)], x_bytes, M, *p.w, p.bias, p.out,
+      const detail::Q8TypeKernels& t = *k.of(p.w->type);
+      tile_columns(t.by_mr, t.max_rows, buf + offsets[p.rounding], t.rounding->row_bytes(K), M, *p.w, p.bias, p.out,
                    (a - p.unit0) * kRowsPerUnit, std::min((b - p.unit0) * kRowsPerUnit, p.w->rows));
     }
   });
@@ -389,8 +402,8 @@ std::vector<const Q8Kernels*> q8_kernels_here() {
 }
 
 at::Tensor packed_linear_q8_on(const Q8Kernels& k, const at::Tensor& x, const PackedMatrix& w, const at::Tensor& bias) {
-  TORCH_CHECK(w.type == PackedType::Q4_1 || w.type == PackedType::Q8_0,
-              "packed_linear_q8: ", packed_traits(w.type).name, " weights do not run with 8-bit activations");
+  TORCH_CHECK(k.of(w.type) != nullptr, "packed_linear_q8: ", packed_traits(w.type).name,
+              " weights do not run with 8-bit activations on ", k.name);
   return packed_matmul("packed_linear_q8", x, w, bias,
                        [&](const float* x2, const PackedMatrix& w2, const float* b, float* out, int64_t M) {
                          std::vector<Part> parts{{&w2, b, out, 0}};
@@ -400,13 +413,17 @@ at::Tensor packed_linear_q8_on(const Q8Kernels& k, const at::Tensor& x, const Pa
 
 const Q8Kernels* avx512_q8_kernels() {
 #if NNSIGHT_Q8_KERNELS
-  static const Q8Kernels k{"AVX-512 VNNI",
-                           avx512_row_bytes,
-                           avx512_rounding_of,
-                           avx512_round_row,
-                           kMaxRows,
-                           {nullptr, q4_1_tile<1>, q4_1_tile<2>, q4_1_tile<3>, q4_1_tile<4>},
-                           {nullptr, q8_0_tile<1>, q8_0_tile<2>, q8_0_tile<3>, q8_0_tile<4>}};
+  // The K-quants take the AVX2 tiles (vpmaddwd folds their integer
+  // sub-block scales in; not written with vpdpbusd).
+  static const Q8Kernels k = [] {
+    const Q8Kernels* avx2 = avx2_q8_kernels();
+    return Q8Kernels{
+        "AVX-512 VNNI",
+        {&kAvx512Rounding, kMaxRows, {nullptr, q4_1_tile<1>, q4_1_tile<2>, q4_1_tile<3>, q4_1_tile<4>}},
+        {&kAvx512OffsetRounding, kMaxRows, {nullptr, q8_0_tile<1>, q8_0_tile<2>, q8_0_tile<3>, q8_0_tile<4>}},
+        avx2->q4_k,
+        avx2->q6_k};
+  }();
   return &k;
 #else
   return nullptr;
@@ -414,13 +431,13 @@ const Q8Kernels* avx512_q8_kernels() {
 }
 }  // namespace detail
 
-bool packed_q8_available(PackedType type) {
-  return (type == PackedType::Q4_1 || type == PackedType::Q8_0) && q8_kernels() != nullptr;
-}
+bool packed_q8_available(PackedType type) { return q8_kernels() != nullptr && q8_kernels()->of(type) != nullptr; }
 
 at::Tensor packed_linear_q8(const at::Tensor& x, const PackedMatrix& w, const at::Tensor& bias) {
-  TORCH_CHECK(packed_q8_available(w.type), "packed_linear_q8: ", packed_traits(w.type).name,
-              " weights do not run with 8-bit activations on this CPU (Q4_1 and Q8_0 with AVX2 or AVX-512 VNNI only)");
+  TORCH_CHECK(
+      packed_q8_available(w.type), "packed_linear_q8: ", packed_traits(w.type).name,
+      " weights do not run with 8-bit activations on this CPU (Q4_1, Q8_0, Q4_K and Q6_K with AVX2 or AVX-512 VNNI "
+      "only)");
   return detail::packed_linear_q8_on(*q8_kernels(), x, w, bias);
 }
 

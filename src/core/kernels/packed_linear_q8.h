@@ -23,8 +23,17 @@
 //   dw * d * sum n_k q_k + mw * s,
 // with a Q8_0 block (scale dw, int8 w_k): dw * d * sum w_k q_k; the integer
 // sums exact, the terms summed in float32 in a fixed order. Q4_1 and Q8_0
-// are the default model's types (its layers and its tied LM head); other
-// types stay on packed_linear.
+// are the default model's types (its layers and its tied LM head).
+//
+// The K-quants (Q4_K, Q6_K: llama.cpp's Q4_K_M files) are rounded the same
+// way per super-block of 256 (llama.cpp's Q8_K, one d per 256), with the
+// sums of q over each 16 elements kept. Per super-block with a Q4_K weight
+// (d, dmin, 6-bit scale_s and min_s per 32, nibbles n_k):
+//   d_x * (d * sum_s scale_s sum_k n_k q_k - dmin * sum_s min_s (q sum of s)),
+// with a Q6_K weight (d, int8 scale_g per 16, 6-bit u_k = w_k + 32):
+//   d_x * d * (sum_g scale_g sum_k u_k q_k - 32 sum_g scale_g (q sum of g)),
+// each sum over the super-block one exact int32, converted once. Other types
+// (Q4_0, Q5_*) stay on packed_linear.
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -35,9 +44,10 @@
 
 namespace nnsight::kernels {
 
-// Whether packed_linear_q8 runs weights of `type` on this CPU: Q4_1 and
-// Q8_0 with AVX-512 F/BW/VL + VNNI, or else with AVX2 + FMA (so under
-// NNSIGHT_CPU=avx2 the AVX2 tiles; none under NNSIGHT_CPU=scalar).
+// Whether packed_linear_q8 runs weights of `type` on this CPU: Q4_1, Q8_0,
+// Q4_K and Q6_K with AVX-512 F/BW/VL + VNNI, or else with AVX2 + FMA (so
+// under NNSIGHT_CPU=avx2 the AVX2 tiles; none under NNSIGHT_CPU=scalar).
+// The K-quants take the AVX2 tiles on either.
 // Otherwise callers use packed_linear. The two instruction sets round x the
 // same way and compute the same exact integer sums; their float sums differ
 // in order (each is batch invariant on its own). (AVX-VNNI without AVX-512,

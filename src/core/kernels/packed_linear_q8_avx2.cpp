@@ -1,7 +1,10 @@
 // The 8-bit-activation tiles (packed_linear_q8.h) for x86-64 CPUs with AVX2
 // and no AVX-512 VNNI (Zen 2 / Zen 3, Intel client cores), llama.cpp's AVX2
 // scheme: `vpmaddubsw` multiplies 32 unsigned by 32 signed bytes into 16
-// pairwise sums, `vpmaddwd` by ones widens them into 8 int32 lanes.
+// pairwise sums, `vpmaddwd` by ones widens them into 8 int32 lanes. Also the
+// K-quant tiles (Q4_K, Q6_K) of every instruction set: there `vpmaddwd`
+// multiplies the pairwise sums by the sub-block's integer scale, so a whole
+// 256-element super-block sums in int32 and is scaled once.
 //
 // Exactness of the integer sums: a Q4_1 nibble (0-15) times a rounded
 // activation (-127..127) pairs to at most 3810; a Q8_0 weight enters as |w|
@@ -25,6 +28,22 @@
 //                  min term enters its accumulator with one FMA, in lane 0);
 //   nb floats:     the block's scale d;
 // padded to 64 bytes.
+//
+// The K-quants' rounding (llama.cpp's Q8_K, with its scale as amax / 127 like
+// the 32-blocks'): one scale per super-block of 256 elements, so that the
+// integer sums of all its sub-blocks add up before any float, laid out as
+//   n x 256 bytes: q_k in element order;
+//   n x 16 int16:  the sums of q over each 16 elements (Q4_K's min term and
+//                  Q6_K's offset of 32 enter through them);
+//   n floats:      the super-block's scale d;
+// padded to 64 bytes.
+//
+// Exactness of the K-quant sums: a Q4_K nibble pairs to at most 3810, a Q6_K
+// 6-bit value (0-63, before its offset) to 16002, then times a scale of at
+// most 63 (Q4_K, unsigned) or 128 (Q6_K, int8) per pair of pairs: at most
+// 4.2 million per lane and 32 elements, 34 million per super-block, within
+// int32. The super-block's int32 sum is converted to float once (exact below
+// 2^24, else rounded once).
 #include "core/kernels/packed_linear_q8_internal.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -33,6 +52,8 @@
 
 #include <algorithm>
 #include <cstring>
+
+#include "core/kernels/packed_kscales.h"
 
 #define NNSIGHT_Q8_AVX2 __attribute__((target("avx2,fma,f16c")))
 #define NNSIGHT_Q8_AVX2_INLINE NNSIGHT_Q8_AVX2 inline __attribute__((always_inline))
@@ -46,48 +67,92 @@ constexpr int64_t kQ41Bytes = 20;  // Q4_1 block: f16 d, f16 m, 16 bytes of nibb
 constexpr int64_t kQ80Bytes = 34;  // Q8_0 block: f16 d, 32 int8
 constexpr int kMaxRows = 2;        // 2 x kQ8Cols accumulators: the 16 ymm registers hold them and the operands
 
+constexpr int64_t kSuper = 256;     // elements per K-quant super-block
+constexpr int64_t kQ4KBytes = 144;  // Q4_K: f16 d, f16 dmin, 12 scale/min bytes, 128 bytes of nibbles
+constexpr int64_t kQ6KBytes = 210;  // Q6_K: 128 bytes ql, 64 bytes qh, 16 int8 scales, f16 d
+
 int64_t row_bytes(int64_t K) {
   const int64_t nb = K / kBlock;
   return (nb * (32 + 32 + 4) + 63) / 64 * 64;
 }
 
-int rounding_of(PackedType) { return 0; }
+int64_t k_row_bytes(int64_t K) {
+  const int64_t n = K / kSuper;
+  return (n * (256 + 32 + 4) + 63) / 64 * 64;
+}
+
+NNSIGHT_Q8_AVX2_INLINE int32_t sum_i32(__m256i v) {
+  __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(1, 0, 3, 2)));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(2, 3, 0, 1)));
+  return _mm_cvtsi128_si32(s);
+}
+
+NNSIGHT_Q8_AVX2_INLINE float max8(__m256 m) {
+  __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+  m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+  m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
+  return _mm_cvtss_f32(m4);
+}
+
+NNSIGHT_Q8_AVX2_INLINE __m256 abs8(const float* x) {
+  return _mm256_andnot_ps(_mm256_set1_ps(-0.f), _mm256_loadu_ps(x));
+}
+
+// 32 elements of x times id, rounded to int8 into q (32 bytes, aligned);
+// the sums of the first and of the last 16.
+struct Sums16 {
+  int32_t first, second;
+};
+NNSIGHT_Q8_AVX2_INLINE Sums16 quantize32(const float* x, __m256 id, uint8_t* q) {
+  // vpackssdw / vpacksswb work within 128-bit halves: the dwords of the packed
+  // bytes come out as elements 0-3, 8-11, 16-19, 24-27, 4-7, 12-15, ...
+  const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+  const __m256i q0 = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x), id));
+  const __m256i q1 = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + 8), id));
+  const __m256i q2 = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + 16), id));
+  const __m256i q3 = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + 24), id));
+  const __m256i packed = _mm256_packs_epi16(_mm256_packs_epi32(q0, q1), _mm256_packs_epi32(q2, q3));
+  _mm256_store_si256(reinterpret_cast<__m256i*>(q), _mm256_permutevar8x32_epi32(packed, order));
+  return {sum_i32(_mm256_add_epi32(q0, q1)), sum_i32(_mm256_add_epi32(q2, q3))};
+}
 
 // The rounding of packed_linear_q8.h (llama.cpp's quantize_row_q8_1): d =
 // amax / 127, q = nearbyint(x * (127 / amax)) (the current rounding mode, to
 // nearest even by default, as the reference's std::nearbyint), s = d sum q.
-NNSIGHT_Q8_AVX2 void round_row(const float* x, int64_t K, int, uint8_t* out) {
+NNSIGHT_Q8_AVX2 void round_row(const float* x, int64_t K, uint8_t* out) {
   const int64_t nb = K / kBlock;
-  uint8_t* q_out = out;
   float* s_out = reinterpret_cast<float*>(out + 32 * nb);
   float* d_out = reinterpret_cast<float*>(out + 64 * nb);
-  const __m256 sign = _mm256_set1_ps(-0.f);
-  // vpackssdw / vpacksswb work within 128-bit halves: the dwords of the packed
-  // bytes come out as elements 0-3, 8-11, 16-19, 24-27, 4-7, 12-15, ...
-  const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
   for (int64_t b = 0; b < nb; ++b) {
     const float* xb = x + kBlock * b;
-    const __m256 v0 = _mm256_loadu_ps(xb), v1 = _mm256_loadu_ps(xb + 8), v2 = _mm256_loadu_ps(xb + 16),
-                 v3 = _mm256_loadu_ps(xb + 24);
-    const __m256 m = _mm256_max_ps(_mm256_max_ps(_mm256_andnot_ps(sign, v0), _mm256_andnot_ps(sign, v1)),
-                                   _mm256_max_ps(_mm256_andnot_ps(sign, v2), _mm256_andnot_ps(sign, v3)));
-    __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
-    m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
-    m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
-    const float amax = _mm_cvtss_f32(m4);
+    const float amax =
+        max8(_mm256_max_ps(_mm256_max_ps(abs8(xb), abs8(xb + 8)), _mm256_max_ps(abs8(xb + 16), abs8(xb + 24))));
     const float d = amax / 127.f;
-    const __m256 id = _mm256_set1_ps(amax != 0.f ? 127.f / amax : 0.f);
-    const __m256i q0 = _mm256_cvtps_epi32(_mm256_mul_ps(v0, id)), q1 = _mm256_cvtps_epi32(_mm256_mul_ps(v1, id));
-    const __m256i q2 = _mm256_cvtps_epi32(_mm256_mul_ps(v2, id)), q3 = _mm256_cvtps_epi32(_mm256_mul_ps(v3, id));
-    const __m256i packed = _mm256_packs_epi16(_mm256_packs_epi32(q0, q1), _mm256_packs_epi32(q2, q3));
-    _mm256_store_si256(reinterpret_cast<__m256i*>(q_out + 32 * b), _mm256_permutevar8x32_epi32(packed, order));
-    const __m256i sum8 = _mm256_add_epi32(_mm256_add_epi32(q0, q1), _mm256_add_epi32(q2, q3));
-    __m128i sum4 = _mm_add_epi32(_mm256_castsi256_si128(sum8), _mm256_extracti128_si256(sum8, 1));
-    sum4 = _mm_add_epi32(sum4, _mm_shuffle_epi32(sum4, _MM_SHUFFLE(1, 0, 3, 2)));
-    sum4 = _mm_add_epi32(sum4, _mm_shuffle_epi32(sum4, _MM_SHUFFLE(2, 3, 0, 1)));
-    _mm256_store_ps(s_out + 8 * b,
-                    _mm256_setr_ps(d * static_cast<float>(_mm_cvtsi128_si32(sum4)), 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f));
+    const Sums16 sums = quantize32(xb, _mm256_set1_ps(amax != 0.f ? 127.f / amax : 0.f), out + 32 * b);
+    _mm256_store_ps(s_out + 8 * b, _mm256_setr_ps(d * static_cast<float>(sums.first + sums.second), 0.f, 0.f, 0.f, 0.f,
+                                                  0.f, 0.f, 0.f));
     d_out[b] = d;
+  }
+}
+
+// The same rounding over super-blocks of 256 (one amax each).
+NNSIGHT_Q8_AVX2 void k_round_row(const float* x, int64_t K, uint8_t* out) {
+  const int64_t n = K / kSuper;
+  int16_t* sums_out = reinterpret_cast<int16_t*>(out + 256 * n);
+  float* d_out = reinterpret_cast<float*>(out + 288 * n);
+  for (int64_t sb = 0; sb < n; ++sb) {
+    const float* xs = x + kSuper * sb;
+    __m256 m = _mm256_setzero_ps();
+    for (int k = 0; k < 32; ++k) m = _mm256_max_ps(m, abs8(xs + 8 * k));
+    const float amax = max8(m);
+    const __m256 id = _mm256_set1_ps(amax != 0.f ? 127.f / amax : 0.f);
+    for (int c = 0; c < 8; ++c) {
+      const Sums16 sums = quantize32(xs + 32 * c, id, out + 256 * sb + 32 * c);
+      sums_out[16 * sb + 2 * c] = static_cast<int16_t>(sums.first);
+      sums_out[16 * sb + 2 * c + 1] = static_cast<int16_t>(sums.second);
+    }
+    d_out[sb] = amax / 127.f;
   }
 }
 
@@ -120,6 +185,33 @@ NNSIGHT_Q8_AVX2_INLINE __m128 half1(const uint8_t* p) {
   uint16_t bits;
   std::memcpy(&bits, p, 2);
   return _mm_cvtph_ps(_mm_cvtsi32_si128(bits));
+}
+
+// A tile's accumulators: one 8-lane vector per output element.
+template <int MR>
+NNSIGHT_Q8_AVX2_INLINE void zero(__m256 (&acc)[MR][kQ8Cols]) {
+#pragma GCC unroll 4
+  for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 4
+    for (int r = 0; r < kQ8Cols; ++r) acc[i][r] = _mm256_setzero_ps();
+}
+
+template <int MR>
+NNSIGHT_Q8_AVX2_INLINE void store_sums(const __m256 (&acc)[MR][kQ8Cols], float* res) {
+#pragma GCC unroll 4
+  for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 4
+    for (int r = 0; r < kQ8Cols; ++r) res[i * kQ8Cols + r] = sum8(acc[i][r]);
+}
+
+// Asks for `lines` cache lines at `offset` of each of the tile's w rows.
+NNSIGHT_Q8_AVX2_INLINE void prefetch_rows(const uint8_t* const* w, int64_t offset, int lines) {
+#pragma GCC unroll 4
+  for (int r = 0; r < kQ8Cols; ++r) {
+    const char* p = reinterpret_cast<const char*>(w[r] + offset);
+#pragma GCC unroll 4
+    for (int l = 0; l < lines; ++l) _mm_prefetch(p + 64 * l, _MM_HINT_T1);
+  }
 }
 
 // Q4_1, per block: dw d_x sum n_k q_k (8 lanes) + mw s_x (lane 0).
@@ -166,20 +258,12 @@ struct Q80 {
 template <int MR, class T>
 NNSIGHT_Q8_AVX2 void tile(const uint8_t* const* xq, const uint8_t* const* w, int64_t nb, int64_t prefetch, float* res) {
   RoundedRow x[MR];
+#pragma GCC unroll 4
+  for (int i = 0; i < MR; ++i) x[i] = rounded(xq[i], nb);
   __m256 acc[MR][kQ8Cols];
-#pragma GCC unroll 4
-  for (int i = 0; i < MR; ++i) {
-    x[i] = rounded(xq[i], nb);
-#pragma GCC unroll 4
-    for (int r = 0; r < kQ8Cols; ++r) acc[i][r] = _mm256_setzero_ps();
-  }
+  zero<MR>(acc);
   for (int64_t g = 0; g < nb; g += 4) {
-#pragma GCC unroll 4
-    for (int r = 0; r < kQ8Cols; ++r) {
-      const char* p = reinterpret_cast<const char*>(w[r] + g * T::kBytes + prefetch);
-#pragma GCC unroll 4
-      for (int l = 0; l < T::kPrefetchLines; ++l) _mm_prefetch(p + 64 * l, _MM_HINT_T1);
-    }
+    prefetch_rows(w, g * T::kBytes + prefetch, T::kPrefetchLines);
     const int64_t ge = std::min(nb, g + 4);
     for (int64_t b = g; b < ge; ++b) {
       __m256i xv[MR];
@@ -197,22 +281,155 @@ NNSIGHT_Q8_AVX2 void tile(const uint8_t* const* xq, const uint8_t* const* w, int
       }
     }
   }
-#pragma GCC unroll 4
-  for (int i = 0; i < MR; ++i)
-#pragma GCC unroll 4
-    for (int r = 0; r < kQ8Cols; ++r) res[i * kQ8Cols + r] = sum8(acc[i][r]);
+  store_sums<MR>(acc, res);
 }
+
+// A K-rounded row's parts.
+struct KRow {
+  const uint8_t* q;     // [n, 256]
+  const int16_t* sums;  // [n, 16]
+  const float* d;       // [n]
+};
+
+NNSIGHT_Q8_AVX2_INLINE KRow k_rounded(const uint8_t* xq, int64_t n) {
+  return {xq, reinterpret_cast<const int16_t*>(xq + 256 * n), reinterpret_cast<const float*>(xq + 288 * n)};
+}
+
+// The word pattern that vpshufb uses to broadcast 16-bit word w of each
+// 128-bit half to the whole half.
+NNSIGHT_Q8_AVX2_INLINE __m256i word_broadcast(int w) {
+  return _mm256_set1_epi16(static_cast<int16_t>(((2 * w + 1) << 8) | (2 * w)));
+}
+
+// Q4_K, per super-block: d d_x sum_s scale_s sum_k n_k q_k - dmin d_x sum_s
+// min_s (q sums of sub-block s), both sums in int32.
+template <int MR>
+NNSIGHT_Q8_AVX2 void q4_k_tile(const uint8_t* const* xq, const uint8_t* const* w, int64_t n, int64_t prefetch,
+                               float* res) {
+  const __m256i low4 = _mm256_set1_epi8(0x0F);
+  KRow x[MR];
+#pragma GCC unroll 4
+  for (int i = 0; i < MR; ++i) x[i] = k_rounded(xq[i], n);
+  __m256 acc[MR][kQ8Cols];
+  zero<MR>(acc);
+  for (int64_t sb = 0; sb < n; ++sb) {
+    prefetch_rows(w, sb * kQ4KBytes + prefetch, 3);  // 144 bytes
+#pragma GCC unroll 4
+    for (int r = 0; r < kQ8Cols; ++r) {
+      const uint8_t* p = w[r] + sb * kQ4KBytes;
+      const __m128i sm = k_scales_mins_u8(p);                                     // scales 0-7, mins 0-7
+      const __m256i scales = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(sm));  // 8 words, in both halves
+      const __m256i mins = _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(sm, sm));       // min s in words 2s, 2s + 1
+      __m256i sum[MR];
+#pragma GCC unroll 4
+      for (int i = 0; i < MR; ++i) sum[i] = _mm256_setzero_si256();
+#pragma GCC unroll 4
+      for (int j = 0; j < 4; ++j) {  // 64 elements: sub-blocks 2j (low nibbles) and 2j + 1 (high)
+        const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 16 + 32 * j));
+        const __m256i lo = _mm256_and_si256(v, low4), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);
+        const __m256i sc_lo = _mm256_shuffle_epi8(scales, word_broadcast(2 * j));
+        const __m256i sc_hi = _mm256_shuffle_epi8(scales, word_broadcast(2 * j + 1));
+#pragma GCC unroll 4
+        for (int i = 0; i < MR; ++i) {
+          const uint8_t* q = x[i].q + kSuper * sb + 64 * j;
+          const __m256i a = _mm256_madd_epi16(
+              _mm256_maddubs_epi16(lo, _mm256_load_si256(reinterpret_cast<const __m256i*>(q))), sc_lo);
+          const __m256i b = _mm256_madd_epi16(
+              _mm256_maddubs_epi16(hi, _mm256_load_si256(reinterpret_cast<const __m256i*>(q + 32))), sc_hi);
+          sum[i] = _mm256_add_epi32(sum[i], _mm256_add_epi32(a, b));
+        }
+      }
+      const __m128 dm = halves2(p);
+      const __m256 d = _mm256_broadcastss_ps(dm), dmin = _mm256_broadcastss_ps(_mm_movehdup_ps(dm));
+#pragma GCC unroll 4
+      for (int i = 0; i < MR; ++i) {
+        const __m256i m = _mm256_madd_epi16(
+            mins, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[i].sums + 16 * sb)));  // [8] int32
+        const __m256 dx = _mm256_broadcast_ss(x[i].d + sb);
+        acc[i][r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum[i]), _mm256_mul_ps(d, dx), acc[i][r]);
+        acc[i][r] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(m), _mm256_mul_ps(dmin, dx), acc[i][r]);
+      }
+    }
+  }
+  store_sums<MR>(acc, res);
+}
+
+// Q6_K, per super-block: d d_x (sum_g scale_g sum_k u_k q_k - 32 sum_g
+// scale_g (q sum of group g)), u the unsigned 6-bit values, g the 16 groups
+// of 16 elements (scale g is group g's, in element order).
+template <int MR>
+NNSIGHT_Q8_AVX2 void q6_k_tile(const uint8_t* const* xq, const uint8_t* const* w, int64_t n, int64_t prefetch,
+                               float* res) {
+  const __m256i low4 = _mm256_set1_epi8(0x0F), two = _mm256_set1_epi8(3);
+  // Words 0 (low half) and 1 (high half) of each dword: a chunk's two scales.
+  const __m256i pair =
+      _mm256_setr_epi8(0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3);
+  KRow x[MR];
+#pragma GCC unroll 4
+  for (int i = 0; i < MR; ++i) x[i] = k_rounded(xq[i], n);
+  __m256 acc[MR][kQ8Cols];
+  zero<MR>(acc);
+  for (int64_t sb = 0; sb < n; ++sb) {
+    prefetch_rows(w, sb * kQ6KBytes + prefetch, 4);  // 210 bytes
+#pragma GCC unroll 4
+    for (int r = 0; r < kQ8Cols; ++r) {
+      const uint8_t* p = w[r] + sb * kQ6KBytes;
+      const __m256i scales =
+          _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 192)));  // [16] int16
+      __m256i sum[MR];
+#pragma GCC unroll 4
+      for (int i = 0; i < MR; ++i) sum[i] = _mm256_setzero_si256();
+#pragma GCC unroll 2
+      for (int h = 0; h < 2; ++h) {  // 128 elements: 64 ql bytes, 32 qh bytes
+        const __m256i ql0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 64 * h));
+        const __m256i ql1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 64 * h + 32));
+        const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 128 + 32 * h));
+        const __m256i u[4] = {
+            _mm256_or_si256(_mm256_and_si256(ql0, low4), _mm256_slli_epi16(_mm256_and_si256(qh, two), 4)),
+            _mm256_or_si256(_mm256_and_si256(ql1, low4),
+                            _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2), two), 4)),
+            _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), low4),
+                            _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 4), two), 4)),
+            _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), low4),
+                            _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 6), two), 4))};
+#pragma GCC unroll 4
+        for (int c = 0; c < 4; ++c) {  // elements 128 h + 32 c ..: groups 8 h + 2 c and 8 h + 2 c + 1
+          const __m256i sc =
+              _mm256_shuffle_epi8(_mm256_permutevar8x32_epi32(scales, _mm256_set1_epi32(4 * h + c)), pair);
+#pragma GCC unroll 4
+          for (int i = 0; i < MR; ++i) {
+            const __m256i xv =
+                _mm256_load_si256(reinterpret_cast<const __m256i*>(x[i].q + kSuper * sb + 128 * h + 32 * c));
+            sum[i] = _mm256_add_epi32(sum[i], _mm256_madd_epi16(_mm256_maddubs_epi16(u[c], xv), sc));
+          }
+        }
+      }
+      const __m256 d = _mm256_broadcastss_ps(half1(p + 208));
+#pragma GCC unroll 4
+      for (int i = 0; i < MR; ++i) {
+        const __m256i offset = _mm256_slli_epi32(
+            _mm256_madd_epi16(scales, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[i].sums + 16 * sb))),
+            5);  // 32 sum_g scale_g (q sum of g), [8] int32
+        const __m256 dx = _mm256_broadcast_ss(x[i].d + sb);
+        acc[i][r] =
+            _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(sum[i], offset)), _mm256_mul_ps(d, dx), acc[i][r]);
+      }
+    }
+  }
+  store_sums<MR>(acc, res);
+}
+
+const Q8Rounding kBlockRounding{kBlock, row_bytes, round_row};
+const Q8Rounding kSuperRounding{kSuper, k_row_bytes, k_round_row};
 
 }  // namespace
 
 const Q8Kernels* avx2_q8_kernels() {
   static const Q8Kernels k{"AVX2",
-                           row_bytes,
-                           rounding_of,
-                           round_row,
-                           kMaxRows,
-                           {nullptr, tile<1, Q41>, tile<2, Q41>, nullptr, nullptr},
-                           {nullptr, tile<1, Q80>, tile<2, Q80>, nullptr, nullptr}};
+                           {&kBlockRounding, kMaxRows, {nullptr, tile<1, Q41>, tile<2, Q41>}},
+                           {&kBlockRounding, kMaxRows, {nullptr, tile<1, Q80>, tile<2, Q80>}},
+                           {&kSuperRounding, kMaxRows, {nullptr, q4_k_tile<1>, q4_k_tile<2>}},
+                           {&kSuperRounding, kMaxRows, {nullptr, q6_k_tile<1>, q6_k_tile<2>}}};
   return &k;
 }
 

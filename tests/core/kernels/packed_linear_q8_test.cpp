@@ -1,7 +1,9 @@
 // kernels::packed_linear_q8 (8-bit activations, integer dot products) against
 // a plain reference written here: each block of x rounded as llama.cpp's
-// quantize_row_q8_1 does, each block's product an exact integer sum, the
-// scaling in double; within float32 rounding of it. And against the exact
+// quantize_row_q8_1 does (per super-block of 256 for the K-quants, as its
+// Q8_K), each block's product an exact integer sum (the K-quants: the rounded
+// x times the dequantized weights), the scaling in double; within float32
+// rounding of it. And against the exact
 // float32 product within the bound the rounding of x allows; every row the
 // same alone or in any batch and thread count; the types it does not run
 // refused by name.
@@ -34,6 +36,9 @@ using kernels::PackedType;
 using testing::bitwise_equal;
 
 int64_t block_bytes(PackedType type) { return kernels::packed_traits(type).block_bytes; }
+bool is_k_quant(PackedType type) { return type == PackedType::Q4_K || type == PackedType::Q6_K; }
+// Elements per rounding block of x: 32, or a K-quant's super-block of 256.
+int64_t rounding_block(PackedType type) { return is_k_quant(type) ? 256 : 32; }
 
 struct ThreadCountGuard {
   int saved = at::get_num_threads();
@@ -52,20 +57,27 @@ void put_half(uint8_t* p, float v) {
 }
 
 // Random blocks with a real model's scales: Q4_1 d 0.001-0.02 and m about
-// -8 d; Q8_0 d of either sign, |d| 0.001-0.02 / 8.
+// -8 d; Q8_0 d of either sign, |d| 0.001-0.02 / 8; Q4_K d and dmin
+// 0.001-0.02 / 32 (times 6-bit scales and mins); Q6_K d 0.001-0.02 / 64
+// (times int8 scales). The other bytes (nibbles, packed scales) random.
 std::vector<uint8_t> random_blocks(PackedType type, int64_t rows, int64_t cols, uint32_t seed) {
   std::mt19937 rng(seed);
   std::uniform_int_distribution<int> byte(0, 255);
   std::uniform_real_distribution<float> scale(0.001f, 0.02f);
   const int64_t bytes = block_bytes(type);
-  std::vector<uint8_t> data(static_cast<size_t>(rows * cols / 32 * bytes));
+  std::vector<uint8_t> data(static_cast<size_t>(rows * cols / kernels::packed_traits(type).block_size * bytes));
   for (auto& b : data) b = static_cast<uint8_t>(byte(rng));
   for (size_t i = 0; i < data.size(); i += static_cast<size_t>(bytes)) {
     if (type == PackedType::Q4_1) {
       put_half(&data[i], scale(rng));
       put_half(&data[i + 2], -8.f * scale(rng));
-    } else {
+    } else if (type == PackedType::Q8_0) {
       put_half(&data[i], scale(rng) / 8.f * (byte(rng) < 128 ? -1.f : 1.f));
+    } else if (type == PackedType::Q4_K) {
+      put_half(&data[i], scale(rng) / 32.f);
+      put_half(&data[i + 2], scale(rng) / 32.f);
+    } else {
+      put_half(&data[i + 208], scale(rng) / 64.f);
     }
   }
   return data;
@@ -101,8 +113,31 @@ struct Reference {
   at::Tensor bound;  // [M, N] float64: sum over blocks of |dw d dot| + |mw s| (the terms' magnitude)
 };
 
+// The K-quants' reference: x rounded per super-block of 256 (one scale each,
+// llama.cpp's Q8_K with amax / 127), times the dequantized weights, in double
+// (the integer sums the kernel forms are exact in double).
+Reference k_reference(PackedType type, const at::Tensor& x, const std::vector<uint8_t>& w, int64_t N,
+                      const at::Tensor& bias) {
+  const int64_t M = x.size(0), K = x.size(1), n = K / 256;
+  at::Tensor wd = kernels::make_packed_matrix(type, N, K, w.data()).dequantize().to(at::kDouble);  // [N, K]
+  at::Tensor xr = at::zeros({M, K}, at::kDouble);  // x as rounded: d * q
+  const float* xp = x.data_ptr<float>();
+  double* rp = xr.data_ptr<double>();
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t b = 0; b < n; ++b) {
+      const float* xb = xp + m * K + 256 * b;
+      float amax = 0.f;
+      for (int64_t k = 0; k < 256; ++k) amax = std::max(amax, std::fabs(xb[k]));
+      const float d = amax / 127.f, id = amax != 0.f ? 127.f / amax : 0.f;
+      for (int64_t k = 0; k < 256; ++k) rp[m * K + 256 * b + k] = double(d) * std::nearbyint(xb[k] * id);
+    }
+  at::Tensor y = at::linear(xr, wd, bias.defined() ? bias.to(at::kDouble) : at::Tensor());
+  return {y, at::linear(xr.abs(), wd.abs())};
+}
+
 Reference reference(PackedType type, const at::Tensor& x, const std::vector<uint8_t>& w, int64_t N,
                     const at::Tensor& bias) {
+  if (is_k_quant(type)) return k_reference(type, x, w, N, bias);
   const int64_t M = x.size(0), K = x.size(1), nb = K / 32;
   at::Tensor y = at::zeros({M, N}, at::kDouble), bound = at::zeros({M, N}, at::kDouble);
   const float* xp = x.data_ptr<float>();
@@ -151,11 +186,14 @@ class PackedLinearQ8 : public ::testing::TestWithParam<PackedType> {
 
 TEST_P(PackedLinearQ8, EqualsTheIntegerReferenceToFloatRoundingAtEveryRowLength) {
   // Row lengths of 1-5 blocks (within one group of 4, across it) and the
-  // default model's 576 and 1536; N = 37, not a multiple of the tile's 4.
-  // Every instruction set here, and packed_linear_q8's pick.
+  // default model's 576 and 1536 (K-quants: 1-3 super-blocks and 1536);
+  // N = 37, not a multiple of the tile's 4. Every instruction set here, and
+  // packed_linear_q8's pick.
   const std::vector<const kernels::detail::Q8Kernels*> isas = kernels::detail::q8_kernels_here();
   ASSERT_FALSE(isas.empty());
-  for (int64_t K : {32, 64, 96, 128, 160, 576, 1536}) {
+  const std::vector<int64_t> lengths = is_k_quant(GetParam()) ? std::vector<int64_t>{256, 512, 768, 1536}
+                                                              : std::vector<int64_t>{32, 64, 96, 128, 160, 576, 1536};
+  for (int64_t K : lengths) {
     const int64_t N = 37;
     const std::vector<uint8_t> data = random_blocks(GetParam(), N, K, static_cast<uint32_t>(K));
     const PackedMatrix w = matrix(data, N, K);
@@ -177,28 +215,47 @@ TEST_P(PackedLinearQ8, EqualsTheIntegerReferenceToFloatRoundingAtEveryRowLength)
 }
 
 // Weights at the ends of their ranges: Q8_0's -128 (which vpsignb cannot
-// negate: the AVX2 tile takes |w| as unsigned) and 127, Q4_1's 0 and 15,
-// against activations at +-127 after rounding (a block's largest element,
-// and elements equal to it): each pair of products at its largest.
+// negate: the AVX2 tile takes |w| as unsigned) and 127, Q4_1's and Q4_K's
+// nibbles 0 and 15 (Q4_K's scales and mins at 63), Q6_K's 6-bit values 0
+// and 63 with scales -128 and 127, against activations at +-127 after
+// rounding (every element of a block as large as its largest): each pair of
+// products, and each integer sum, at its largest.
 TEST_P(PackedLinearQ8, WeightsAndActivationsAtTheEndsOfTheirRanges) {
-  const int64_t N = 8, K = 128, M = 3;
-  std::vector<uint8_t> data = random_blocks(GetParam(), N, K, 41);
-  const int64_t bytes = block_bytes(GetParam());
+  const PackedType type = GetParam();
+  const int64_t N = 8, K = 512, M = 3;
+  std::vector<uint8_t> data = random_blocks(type, N, K, 41);
+  const int64_t bytes = block_bytes(type);
   for (size_t blk = 0; blk < data.size(); blk += static_cast<size_t>(bytes)) {
-    const size_t row_block = blk / static_cast<size_t>(bytes);
-    for (int64_t k = GetParam() == PackedType::Q4_1 ? 4 : 2; k < bytes; ++k) {
-      uint8_t& b = data[blk + static_cast<size_t>(k)];
-      if (GetParam() == PackedType::Q4_1)
-        b = row_block % 2 == 0 ? 0xFF : 0x00;
-      else
-        b = row_block % 3 == 0 ? 0x80 : (row_block % 3 == 1 ? 0x7F : (k % 2 == 0 ? 0x80 : 0x7F));
+    const size_t nth = blk / static_cast<size_t>(bytes);
+    const auto fill = [&](int64_t from, int64_t to, uint8_t v) {
+      for (int64_t k = from; k < to; ++k) data[blk + static_cast<size_t>(k)] = v;
+    };
+    switch (type) {
+      case PackedType::Q4_1:
+        fill(4, bytes, nth % 2 == 0 ? 0xFF : 0x00);
+        break;
+      case PackedType::Q8_0:
+        if (nth % 3 == 2) {
+          for (int64_t k = 2; k < bytes; ++k) data[blk + static_cast<size_t>(k)] = k % 2 == 0 ? 0x80 : 0x7F;
+        } else {
+          fill(2, bytes, nth % 3 == 0 ? 0x80 : 0x7F);
+        }
+        break;
+      case PackedType::Q4_K:
+        fill(4, 16, 0xFF);  // every scale and min 63
+        fill(16, bytes, nth % 2 == 0 ? 0xFF : 0x00);
+        break;
+      default:                                       // Q6_K
+        fill(0, 192, nth % 2 == 0 ? 0xFF : 0x00);    // 6-bit values 63 or 0
+        fill(192, 208, nth % 3 == 0 ? 0x80 : 0x7F);  // scales -128 or 127
+        break;
     }
   }
   const PackedMatrix w = matrix(data, N, K);
   at::Tensor x = at::full({M, K}, 3.5f);  // every element 127 after rounding
   x[1].mul_(-1.f);                        // -127
   x[2] = at::where(at::arange(K) % 2 == 0, at::full({K}, 2.f), at::full({K}, -2.f));
-  const Reference ref = reference(GetParam(), x, data, N, at::Tensor());
+  const Reference ref = reference(type, x, data, N, at::Tensor());
   for (const auto* isa : kernels::detail::q8_kernels_here()) {
     SCOPED_TRACE(isa->name);
     at::Tensor y = kernels::detail::packed_linear_q8_on(*isa, x, w, at::Tensor());
@@ -208,7 +265,7 @@ TEST_P(PackedLinearQ8, WeightsAndActivationsAtTheEndsOfTheirRanges) {
 }
 
 TEST_P(PackedLinearQ8, IsWithinTheRoundingOfXOfTheExactProduct) {
-  const int64_t N = 64, K = 576, M = 8;
+  const int64_t N = 64, K = is_k_quant(GetParam()) ? 768 : 576, M = 8, R = rounding_block(GetParam());
   const std::vector<uint8_t> data = random_blocks(GetParam(), N, K, 7);
   const PackedMatrix w = matrix(data, N, K);
   at::Tensor wd = w.dequantize();  // [N, K]
@@ -217,8 +274,8 @@ TEST_P(PackedLinearQ8, IsWithinTheRoundingOfXOfTheExactProduct) {
   // |y_q8 - y| <= sum over k of |w_k| max|x| / 254, plus float32 rounding (of
   // terms up to a few times |x w|: the scale and min terms cancel in w).
   at::Tensor half_step =
-      x.view({M, K / 32, 32}).abs().amax(-1, true).expand({M, K / 32, 32}).reshape({M, K}) / 254.0;  // [M, K]
-  at::Tensor allowed = at::linear(half_step.to(at::kDouble), wd.abs().to(at::kDouble));              // [M, N]
+      x.view({M, K / R, R}).abs().amax(-1, true).expand({M, K / R, R}).reshape({M, K}) / 254.0;  // [M, K]
+  at::Tensor allowed = at::linear(half_step.to(at::kDouble), wd.abs().to(at::kDouble));          // [M, N]
   at::Tensor magnitude = at::linear(x.abs().to(at::kDouble), wd.abs().to(at::kDouble));
   at::Tensor exact = at::linear(x.to(at::kDouble), wd.to(at::kDouble));
   at::Tensor diff = (kernels::packed_linear_q8(x, w, at::Tensor()).to(at::kDouble) - exact).abs();
@@ -230,7 +287,7 @@ TEST_P(PackedLinearQ8, IsWithinTheRoundingOfXOfTheExactProduct) {
 
 TEST_P(PackedLinearQ8, EveryRowIsTheSameAloneOrInAnyBatchAndThreadCount) {
   ThreadCountGuard guard;
-  const int64_t N = 300, K = 576;  // N: several thread units, not a multiple of the tile
+  const int64_t N = 300, K = is_k_quant(GetParam()) ? 768 : 576;  // N: several thread units, not a multiple of the tile
   const std::vector<uint8_t> data = random_blocks(GetParam(), N, K, 9);
   const PackedMatrix w = matrix(data, N, K);
   at::Tensor bias = at::randn({N}, at::detail::createCPUGenerator(4), at::kFloat);
@@ -251,7 +308,7 @@ TEST_P(PackedLinearQ8, EveryRowIsTheSameAloneOrInAnyBatchAndThreadCount) {
 }
 
 TEST_P(PackedLinearQ8, KeepsTheShapeAndRowPermutationOfPackedLinear) {
-  const int64_t N = 40, K = 128;
+  const int64_t N = 40, K = is_k_quant(GetParam()) ? 256 : 128;
   const std::vector<uint8_t> data = random_blocks(GetParam(), N, K, 12);
   const PackedMatrix w = matrix(data, N, K);
   // A permuted view (GGUF's q/k heads) gives the permuted columns.
@@ -266,38 +323,46 @@ TEST_P(PackedLinearQ8, KeepsTheShapeAndRowPermutationOfPackedLinear) {
 }
 
 // A layer's q/k/v (or gate/up) in one call: each output bitwise one call
-// of its own, also with a Q4_1 and a Q8_0 matrix mixed (x rounded once per
-// kind of block) and with biases on some.
+// of its own, also with matrices of every other type mixed in (x rounded
+// once per rounding: Q4_1 and Q8_0 need two with AVX-512, one with AVX2;
+// the K-quants share one of 256) and with biases on some.
 TEST_P(PackedLinearQ8, ManyMatricesInOneCallEqualOneCallEach) {
   ThreadCountGuard guard;
-  const int64_t K = 576;
-  const PackedType other = GetParam() == PackedType::Q4_1 ? PackedType::Q8_0 : PackedType::Q4_1;
+  const int64_t K = 1536;
   const std::vector<uint8_t> d0 = random_blocks(GetParam(), 96, K, 21), d1 = random_blocks(GetParam(), 37, K, 22);
-  const std::vector<uint8_t> d2 = random_blocks(other, 64, K, 23);
   const PackedMatrix w0 = matrix(d0, 96, K), w1 = matrix(d1, 37, K);
-  const PackedMatrix w2 = kernels::make_packed_matrix(other, 64, K, d2.data());
-  const bool mixed_ok = kernels::packed_q8_available(other);
+  std::vector<std::vector<uint8_t>> other_data;
+  std::vector<PackedMatrix> others;
+  for (PackedType t : {PackedType::Q4_1, PackedType::Q8_0, PackedType::Q4_K, PackedType::Q6_K}) {
+    if (t == GetParam() || !kernels::packed_q8_available(t)) continue;
+    other_data.push_back(random_blocks(t, 64, K, 23 + static_cast<uint32_t>(others.size())));
+    others.push_back(kernels::make_packed_matrix(t, 64, K, other_data.back().data()));
+  }
   at::Tensor b1 = at::randn({37}, at::detail::createCPUGenerator(5), at::kFloat);
   for (int threads : {1, 2}) {
     at::set_num_threads(threads);
     for (int64_t M : {1, 3, 7}) {
-      SCOPED_TRACE("M=" + std::to_string(M) + " threads=" + std::to_string(threads));
-      at::Tensor x = activations(M, K, 30 + static_cast<uint32_t>(M));
-      std::vector<const PackedMatrix*> ws{&w0, &w1};
-      std::vector<at::Tensor> bs{at::Tensor(), b1};
-      if (mixed_ok) {
-        ws.push_back(&w2);
-        bs.push_back(at::Tensor());
+      for (bool mixed : {false, true}) {
+        SCOPED_TRACE("M=" + std::to_string(M) + " threads=" + std::to_string(threads) + (mixed ? " mixed" : ""));
+        at::Tensor x = activations(M, K, 30 + static_cast<uint32_t>(M));
+        std::vector<const PackedMatrix*> ws{&w0, &w1};
+        std::vector<at::Tensor> bs{at::Tensor(), b1};
+        for (size_t i = 0; mixed && i < others.size(); ++i) {
+          ws.insert(ws.begin() + 1, &others[i]);
+          bs.insert(bs.begin() + 1, at::Tensor());
+        }
+        const std::vector<at::Tensor> outs = kernels::packed_linear_q8_many(x, ws, bs);
+        ASSERT_EQ(outs.size(), ws.size());
+        for (size_t i = 0; i < ws.size(); ++i)
+          EXPECT_TRUE(bitwise_equal(outs[i], kernels::packed_linear_q8(x, *ws[i], bs[i]))) << "matrix " << i;
       }
-      const std::vector<at::Tensor> outs = kernels::packed_linear_q8_many(x, ws, bs);
-      ASSERT_EQ(outs.size(), ws.size());
-      for (size_t i = 0; i < ws.size(); ++i)
-        EXPECT_TRUE(bitwise_equal(outs[i], kernels::packed_linear_q8(x, *ws[i], bs[i]))) << "matrix " << i;
     }
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(DefaultModelTypes, PackedLinearQ8, ::testing::Values(PackedType::Q4_1, PackedType::Q8_0),
+// The default model's types, and the K-quants of llama.cpp's Q4_K_M files.
+INSTANTIATE_TEST_SUITE_P(Types, PackedLinearQ8,
+                         ::testing::Values(PackedType::Q4_1, PackedType::Q8_0, PackedType::Q4_K, PackedType::Q6_K),
                          [](const ::testing::TestParamInfo<PackedType>& info) {
                            return std::string(kernels::packed_traits(info.param).name);
                          });
