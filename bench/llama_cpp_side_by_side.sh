@@ -209,7 +209,7 @@ if bwm:
 if os.environ.get("NNSIGHT_CPU") == "avx2":
     print("instruction sets: AVX2 (llama.cpp built without AVX-512, this engine with NNSIGHT_CPU=avx2)")
 if mode == "int8":
-    print("this engine's packed runs with --fast-untraced: untraced rows with 8-bit activations (Q4_1 / Q8_0 with AVX-512 VNNI or AVX2)")
+    print("this engine's packed runs with --fast-untraced: untraced rows with 8-bit activations (Q4_0 / Q4_1 / Q8_0 / Q4_K / Q5_K / Q6_K with AVX-512 VNNI or AVX2)")
 print(f"medians over {rounds} alternating rounds; tokens/s (decode: generated tokens over the steps' total time)\n")
 print("| measure | llama.cpp | this engine, packed | packed / llama.cpp | this engine, dequantized f32 | packed / dequantized |")
 print("|---|---|---|---|---|---|")

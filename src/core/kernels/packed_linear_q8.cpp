@@ -98,7 +98,9 @@ NNSIGHT_Q8_TARGET void round_row(const float* x, int64_t K, uint8_t flip, uint8_
     const __m512 v0 = _mm512_loadu_ps(x + kBlock * b), v1 = _mm512_loadu_ps(x + kBlock * b + 16);
     const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(v0), _mm512_abs_ps(v1)));
     const float d = amax / 127.f;
-    const __m512 id = _mm512_set1_ps(amax != 0.f ? 127.f / amax : 0.f);
+    // 0 where 127 / amax is not finite (amax 0, below about 3.7e-37, or NaN).
+    const float inv = 127.f / amax;
+    const __m512 id = _mm512_set1_ps(std::isfinite(inv) ? inv : 0.f);
     constexpr int kNearest = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
     const __m512i q0 = _mm512_cvt_roundps_epi32(_mm512_mul_ps(v0, id), kNearest);
     const __m512i q1 = _mm512_cvt_roundps_epi32(_mm512_mul_ps(v1, id), kNearest);
@@ -269,8 +271,8 @@ int64_t avx512_row_bytes(int64_t K) { return groups_of(K) * kGroupBytes; }
 void avx512_round_row(const float* x, int64_t K, uint8_t* out) { round_row(x, K, 0, out); }
 void avx512_round_row_offset(const float* x, int64_t K, uint8_t* out) { round_row(x, K, 0x80, out); }
 
-const detail::Q8Rounding kAvx512Rounding{kBlock, avx512_row_bytes, avx512_round_row};
-const detail::Q8Rounding kAvx512OffsetRounding{kBlock, avx512_row_bytes, avx512_round_row_offset};
+const detail::Q8Rounding kAvx512Rounding{avx512_row_bytes, avx512_round_row};
+const detail::Q8Rounding kAvx512OffsetRounding{avx512_row_bytes, avx512_round_row_offset};
 
 #endif  // NNSIGHT_Q8_KERNELS
 
@@ -339,7 +341,7 @@ struct Part {
 // parts' units shared out to the threads as one job (one fork-join for a
 // layer's q/k/v or gate/up at decode).
 void run_parts(const Q8Kernels& k, const float* x, int64_t M, int64_t K, std::vector<Part>& parts) {
-  constexpr int kMaxRoundings = 4;  // one per type at most
+  constexpr int kMaxRoundings = 6;  // one per type at most
   const detail::Q8Rounding* roundings[kMaxRoundings];
   int64_t offsets[kMaxRoundings];  // bytes into the buffer: [M, row_bytes] per rounding
   int num_roundings = 0;
@@ -413,15 +415,17 @@ at::Tensor packed_linear_q8_on(const Q8Kernels& k, const at::Tensor& x, const Pa
 
 const Q8Kernels* avx512_q8_kernels() {
 #if NNSIGHT_Q8_KERNELS
-  // The K-quants take the AVX2 tiles (vpmaddwd folds their integer
-  // sub-block scales in; not written with vpdpbusd).
+  // Q4_0 and the K-quants take the AVX2 tiles (for the K-quants vpmaddwd
+  // folds the integer sub-block scales in; not written with vpdpbusd).
   static const Q8Kernels k = [] {
     const Q8Kernels* avx2 = avx2_q8_kernels();
     return Q8Kernels{
         "AVX-512 VNNI",
+        avx2->q4_0,
         {&kAvx512Rounding, kMaxRows, {nullptr, q4_1_tile<1>, q4_1_tile<2>, q4_1_tile<3>, q4_1_tile<4>}},
         {&kAvx512OffsetRounding, kMaxRows, {nullptr, q8_0_tile<1>, q8_0_tile<2>, q8_0_tile<3>, q8_0_tile<4>}},
         avx2->q4_k,
+        avx2->q5_k,
         avx2->q6_k};
   }();
   return &k;
@@ -434,10 +438,9 @@ const Q8Kernels* avx512_q8_kernels() {
 bool packed_q8_available(PackedType type) { return q8_kernels() != nullptr && q8_kernels()->of(type) != nullptr; }
 
 at::Tensor packed_linear_q8(const at::Tensor& x, const PackedMatrix& w, const at::Tensor& bias) {
-  TORCH_CHECK(
-      packed_q8_available(w.type), "packed_linear_q8: ", packed_traits(w.type).name,
-      " weights do not run with 8-bit activations on this CPU (Q4_1, Q8_0, Q4_K and Q6_K with AVX2 or AVX-512 VNNI "
-      "only)");
+  TORCH_CHECK(packed_q8_available(w.type), "packed_linear_q8: ", packed_traits(w.type).name,
+              " weights do not run with 8-bit activations on this CPU (Q4_0, Q4_1, Q8_0, Q4_K, Q5_K and Q6_K with AVX2 "
+              "or AVX-512 VNNI only)");
   return detail::packed_linear_q8_on(*q8_kernels(), x, w, bias);
 }
 

@@ -13,11 +13,10 @@
 // saturation at 32767 either way. So each block's dot product is the exact
 // integer the reference computes; only the float scaling and the sum over
 // blocks round, in an order fixed per output element (lane l of one 8-lane
-// accumulator takes elements l and l + 8 (and 16 + l, 24 + l) of every block,
-// block after block, then a fixed tree) whatever the tile's row count: batch
-// invariant. The sums are not bitwise the AVX-512 tiles' (their lanes split a
-// block's product otherwise); both are within float32 rounding of the
-// reference (tests/core/kernels/packed_linear_q8_test.cpp).
+// accumulator takes elements 4l..4l+3 of every block, block after block, then
+// a fixed tree) whatever the tile's row count: batch invariant. The sums are not bitwise the AVX-512 tiles' (their
+// lanes split a block's product otherwise); both are within float32 rounding of the reference
+// (tests/core/kernels/packed_linear_q8_test.cpp).
 //
 // The rounded row: one rounding serves Q4_1 and Q8_0 (the activation is the
 // signed operand of both), laid out per row of K = 32 nb elements as
@@ -42,8 +41,9 @@
 // 6-bit value (0-63, before its offset) to 16002, then times a scale of at
 // most 63 (Q4_K, unsigned) or 128 (Q6_K, int8) per pair of pairs: at most
 // 4.2 million per lane and 32 elements, 34 million per super-block, within
-// int32. The super-block's int32 sum is converted to float once (exact below
-// 2^24, else rounded once).
+// int32. The super-block's eight int32 lanes are converted to float and scaled
+// once (Q4_K and Q5_K: its scale term and its min term; exact below 2^24, else
+// rounded once).
 #include "core/kernels/packed_linear_q8_internal.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -51,6 +51,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "core/kernels/packed_kscales.h"
@@ -63,12 +64,14 @@ namespace nnsight::kernels::detail {
 namespace {
 
 constexpr int64_t kBlock = 32;
+constexpr int64_t kQ40Bytes = 18;  // Q4_0 block: f16 d, 16 bytes of nibbles
 constexpr int64_t kQ41Bytes = 20;  // Q4_1 block: f16 d, f16 m, 16 bytes of nibbles
 constexpr int64_t kQ80Bytes = 34;  // Q8_0 block: f16 d, 32 int8
 constexpr int kMaxRows = 2;        // 2 x kQ8Cols accumulators: the 16 ymm registers hold them and the operands
 
 constexpr int64_t kSuper = 256;     // elements per K-quant super-block
 constexpr int64_t kQ4KBytes = 144;  // Q4_K: f16 d, f16 dmin, 12 scale/min bytes, 128 bytes of nibbles
+constexpr int64_t kQ5KBytes = 176;  // Q5_K: Q4_K's fields with 32 bytes of fifth bits (qh) before the nibbles
 constexpr int64_t kQ6KBytes = 210;  // Q6_K: 128 bytes ql, 64 bytes qh, 16 int8 scales, f16 d
 
 int64_t row_bytes(int64_t K) {
@@ -99,6 +102,13 @@ NNSIGHT_Q8_AVX2_INLINE __m256 abs8(const float* x) {
   return _mm256_andnot_ps(_mm256_set1_ps(-0.f), _mm256_loadu_ps(x));
 }
 
+// 8 elements of x times id as int32, rounded to nearest (even) explicitly,
+// as the AVX-512 rounding does, whatever the thread's rounding mode.
+NNSIGHT_Q8_AVX2_INLINE __m256i round8(const float* x, __m256 id) {
+  constexpr int kNearest = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
+  return _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(_mm256_loadu_ps(x), id), kNearest));
+}
+
 // 32 elements of x times id, rounded to int8 into q (32 bytes, aligned);
 // the sums of the first and of the last 16.
 struct Sums16 {
@@ -108,18 +118,21 @@ NNSIGHT_Q8_AVX2_INLINE Sums16 quantize32(const float* x, __m256 id, uint8_t* q) 
   // vpackssdw / vpacksswb work within 128-bit halves: the dwords of the packed
   // bytes come out as elements 0-3, 8-11, 16-19, 24-27, 4-7, 12-15, ...
   const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
-  const __m256i q0 = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x), id));
-  const __m256i q1 = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + 8), id));
-  const __m256i q2 = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + 16), id));
-  const __m256i q3 = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + 24), id));
+  const __m256i q0 = round8(x, id), q1 = round8(x + 8, id), q2 = round8(x + 16, id), q3 = round8(x + 24, id);
   const __m256i packed = _mm256_packs_epi16(_mm256_packs_epi32(q0, q1), _mm256_packs_epi32(q2, q3));
   _mm256_store_si256(reinterpret_cast<__m256i*>(q), _mm256_permutevar8x32_epi32(packed, order));
   return {sum_i32(_mm256_add_epi32(q0, q1)), sum_i32(_mm256_add_epi32(q2, q3))};
 }
 
+// 127 / amax, or 0 where that is not finite (amax 0, below about 3.7e-37, or
+// NaN): such a block rounds to zeros.
+NNSIGHT_Q8_AVX2_INLINE float inverse_step(float amax) {
+  const float id = 127.f / amax;
+  return std::isfinite(id) ? id : 0.f;
+}
+
 // The rounding of packed_linear_q8.h (llama.cpp's quantize_row_q8_1): d =
-// amax / 127, q = nearbyint(x * (127 / amax)) (the current rounding mode, to
-// nearest even by default, as the reference's std::nearbyint), s = d sum q.
+// amax / 127, q = nearbyint(x * (127 / amax)) (to nearest even), s = d sum q.
 NNSIGHT_Q8_AVX2 void round_row(const float* x, int64_t K, uint8_t* out) {
   const int64_t nb = K / kBlock;
   float* s_out = reinterpret_cast<float*>(out + 32 * nb);
@@ -129,7 +142,7 @@ NNSIGHT_Q8_AVX2 void round_row(const float* x, int64_t K, uint8_t* out) {
     const float amax =
         max8(_mm256_max_ps(_mm256_max_ps(abs8(xb), abs8(xb + 8)), _mm256_max_ps(abs8(xb + 16), abs8(xb + 24))));
     const float d = amax / 127.f;
-    const Sums16 sums = quantize32(xb, _mm256_set1_ps(amax != 0.f ? 127.f / amax : 0.f), out + 32 * b);
+    const Sums16 sums = quantize32(xb, _mm256_set1_ps(inverse_step(amax)), out + 32 * b);
     _mm256_store_ps(s_out + 8 * b, _mm256_setr_ps(d * static_cast<float>(sums.first + sums.second), 0.f, 0.f, 0.f, 0.f,
                                                   0.f, 0.f, 0.f));
     d_out[b] = d;
@@ -146,7 +159,7 @@ NNSIGHT_Q8_AVX2 void k_round_row(const float* x, int64_t K, uint8_t* out) {
     __m256 m = _mm256_setzero_ps();
     for (int k = 0; k < 32; ++k) m = _mm256_max_ps(m, abs8(xs + 8 * k));
     const float amax = max8(m);
-    const __m256 id = _mm256_set1_ps(amax != 0.f ? 127.f / amax : 0.f);
+    const __m256 id = _mm256_set1_ps(inverse_step(amax));
     for (int c = 0; c < 8; ++c) {
       const Sums16 sums = quantize32(xs + 32 * c, id, out + 256 * sb + 32 * c);
       sums_out[16 * sb + 2 * c] = static_cast<int16_t>(sums.first);
@@ -235,6 +248,18 @@ struct Q41 {
   }
 };
 
+// Q4_0, per block: dw d_x sum n_k q_k - 8 dw s_x: Q4_1's with m = -8 dw
+// (exact in float), since a Q4_0 weight is dw (n_k - 8).
+struct Q40 : Q41 {
+  static constexpr int64_t kBytes = kQ40Bytes;
+  NNSIGHT_Q8_AVX2_INLINE static Block load(const uint8_t* p) {
+    const __m256 dw = _mm256_broadcastss_ps(half1(p));
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 2));
+    return {dw, _mm256_mul_ps(dw, _mm256_set1_ps(-8.f)),
+            _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(v, 4), v), _mm256_set1_epi8(0x0F))};
+  }
+};
+
 // Q8_0, per block: dw d_x sum w_k q_k, as sum |w_k| (q_k sign(w_k)).
 struct Q80 {
   static constexpr int64_t kBytes = kQ80Bytes;
@@ -302,21 +327,26 @@ NNSIGHT_Q8_AVX2_INLINE __m256i word_broadcast(int w) {
 }
 
 // Q4_K, per super-block: d d_x sum_s scale_s sum_k n_k q_k - dmin d_x sum_s
-// min_s (q sums of sub-block s), both sums in int32.
-template <int MR>
-NNSIGHT_Q8_AVX2 void q4_k_tile(const uint8_t* const* xq, const uint8_t* const* w, int64_t n, int64_t prefetch,
-                               float* res) {
-  const __m256i low4 = _mm256_set1_epi8(0x0F);
+// min_s (q sums of sub-block s), both sums in int32. kFive: Q5_K, whose
+// values take a fifth bit (bit s of qh[l] for element l of sub-block s).
+template <int MR, bool kFive>
+NNSIGHT_Q8_AVX2 void q45_k_tile(const uint8_t* const* xq, const uint8_t* const* w, int64_t n, int64_t prefetch,
+                                float* res) {
+  constexpr int64_t kBytes = kFive ? kQ5KBytes : kQ4KBytes;
+  constexpr int64_t kNibbles = kFive ? 48 : 16;  // offset of the nibbles
+  const __m256i low4 = _mm256_set1_epi8(0x0F), one = _mm256_set1_epi8(1);
   KRow x[MR];
 #pragma GCC unroll 4
   for (int i = 0; i < MR; ++i) x[i] = k_rounded(xq[i], n);
   __m256 acc[MR][kQ8Cols];
   zero<MR>(acc);
   for (int64_t sb = 0; sb < n; ++sb) {
-    prefetch_rows(w, sb * kQ4KBytes + prefetch, 3);  // 144 bytes
+    prefetch_rows(w, sb * kBytes + prefetch, 3);  // 144 or 176 bytes
 #pragma GCC unroll 4
     for (int r = 0; r < kQ8Cols; ++r) {
-      const uint8_t* p = w[r] + sb * kQ4KBytes;
+      const uint8_t* p = w[r] + sb * kBytes;
+      // Q5_K: bits 2j and 2j + 1 of each byte, moved to bits 0 and 1 as j goes.
+      __m256i qh = kFive ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 16)) : _mm256_setzero_si256();
       const __m128i sm = k_scales_mins_u8(p);                                     // scales 0-7, mins 0-7
       const __m256i scales = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(sm));  // 8 words, in both halves
       const __m256i mins = _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(sm, sm));       // min s in words 2s, 2s + 1
@@ -325,8 +355,13 @@ NNSIGHT_Q8_AVX2 void q4_k_tile(const uint8_t* const* xq, const uint8_t* const* w
       for (int i = 0; i < MR; ++i) sum[i] = _mm256_setzero_si256();
 #pragma GCC unroll 4
       for (int j = 0; j < 4; ++j) {  // 64 elements: sub-blocks 2j (low nibbles) and 2j + 1 (high)
-        const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 16 + 32 * j));
-        const __m256i lo = _mm256_and_si256(v, low4), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);
+        const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + kNibbles + 32 * j));
+        __m256i lo = _mm256_and_si256(v, low4), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);
+        if (kFive) {
+          lo = _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(qh, one), 4));
+          hi = _mm256_or_si256(hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 1), one), 4));
+          qh = _mm256_srli_epi16(qh, 2);
+        }
         const __m256i sc_lo = _mm256_shuffle_epi8(scales, word_broadcast(2 * j));
         const __m256i sc_hi = _mm256_shuffle_epi8(scales, word_broadcast(2 * j + 1));
 #pragma GCC unroll 4
@@ -360,7 +395,7 @@ NNSIGHT_Q8_AVX2 void q4_k_tile(const uint8_t* const* xq, const uint8_t* const* w
 template <int MR>
 NNSIGHT_Q8_AVX2 void q6_k_tile(const uint8_t* const* xq, const uint8_t* const* w, int64_t n, int64_t prefetch,
                                float* res) {
-  const __m256i low4 = _mm256_set1_epi8(0x0F), two = _mm256_set1_epi8(3);
+  const __m256i low4 = _mm256_set1_epi8(0x0F), low2 = _mm256_set1_epi8(3);
   // Words 0 (low half) and 1 (high half) of each dword: a chunk's two scales.
   const __m256i pair =
       _mm256_setr_epi8(0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3);
@@ -385,13 +420,13 @@ NNSIGHT_Q8_AVX2 void q6_k_tile(const uint8_t* const* xq, const uint8_t* const* w
         const __m256i ql1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 64 * h + 32));
         const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 128 + 32 * h));
         const __m256i u[4] = {
-            _mm256_or_si256(_mm256_and_si256(ql0, low4), _mm256_slli_epi16(_mm256_and_si256(qh, two), 4)),
+            _mm256_or_si256(_mm256_and_si256(ql0, low4), _mm256_slli_epi16(_mm256_and_si256(qh, low2), 4)),
             _mm256_or_si256(_mm256_and_si256(ql1, low4),
-                            _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2), two), 4)),
+                            _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2), low2), 4)),
             _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), low4),
-                            _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 4), two), 4)),
+                            _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 4), low2), 4)),
             _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), low4),
-                            _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 6), two), 4))};
+                            _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 6), low2), 4))};
 #pragma GCC unroll 4
         for (int c = 0; c < 4; ++c) {  // elements 128 h + 32 c ..: groups 8 h + 2 c and 8 h + 2 c + 1
           const __m256i sc =
@@ -419,16 +454,18 @@ NNSIGHT_Q8_AVX2 void q6_k_tile(const uint8_t* const* xq, const uint8_t* const* w
   store_sums<MR>(acc, res);
 }
 
-const Q8Rounding kBlockRounding{kBlock, row_bytes, round_row};
-const Q8Rounding kSuperRounding{kSuper, k_row_bytes, k_round_row};
+const Q8Rounding kBlockRounding{row_bytes, round_row};
+const Q8Rounding kSuperRounding{k_row_bytes, k_round_row};
 
 }  // namespace
 
 const Q8Kernels* avx2_q8_kernels() {
   static const Q8Kernels k{"AVX2",
+                           {&kBlockRounding, kMaxRows, {nullptr, tile<1, Q40>, tile<2, Q40>}},
                            {&kBlockRounding, kMaxRows, {nullptr, tile<1, Q41>, tile<2, Q41>}},
                            {&kBlockRounding, kMaxRows, {nullptr, tile<1, Q80>, tile<2, Q80>}},
-                           {&kSuperRounding, kMaxRows, {nullptr, q4_k_tile<1>, q4_k_tile<2>}},
+                           {&kSuperRounding, kMaxRows, {nullptr, q45_k_tile<1, false>, q45_k_tile<2, false>}},
+                           {&kSuperRounding, kMaxRows, {nullptr, q45_k_tile<1, true>, q45_k_tile<2, true>}},
                            {&kSuperRounding, kMaxRows, {nullptr, q6_k_tile<1>, q6_k_tile<2>}}};
   return &k;
 }

@@ -24,7 +24,6 @@ constexpr int kQ8MaxRows = 4;  // most rows of x per tile, any instruction set
 // One way of rounding a row of x and laying it out; matrices whose tiles
 // read the same rounding share one rounded copy of x in a call.
 struct Q8Rounding {
-  int64_t block;                                               // elements per rounding block (32 or 256)
   int64_t (*row_bytes)(int64_t K);                             // bytes of a rounded row (a multiple of 64)
   void (*round_row)(const float* x, int64_t K, uint8_t* out);  // out: row_bytes(K), 64-byte aligned
 };
@@ -38,12 +37,14 @@ struct Q8TypeKernels {
 
 struct Q8Kernels {
   const char* name;  // "AVX-512 VNNI", "AVX2"
-  Q8TypeKernels q4_1, q8_0, q4_k, q6_k;
+  Q8TypeKernels q4_0, q4_1, q8_0, q4_k, q5_k, q6_k;
 
   const Q8TypeKernels* of(PackedType type) const {
-    const Q8TypeKernels* k = type == PackedType::Q4_1   ? &q4_1
+    const Q8TypeKernels* k = type == PackedType::Q4_0   ? &q4_0
+                             : type == PackedType::Q4_1 ? &q4_1
                              : type == PackedType::Q8_0 ? &q8_0
                              : type == PackedType::Q4_K ? &q4_k
+                             : type == PackedType::Q5_K ? &q5_k
                              : type == PackedType::Q6_K ? &q6_k
                                                         : nullptr;
     return k != nullptr && k->rounding != nullptr ? k : nullptr;

@@ -36,7 +36,9 @@ using kernels::PackedType;
 using testing::bitwise_equal;
 
 int64_t block_bytes(PackedType type) { return kernels::packed_traits(type).block_bytes; }
-bool is_k_quant(PackedType type) { return type == PackedType::Q4_K || type == PackedType::Q6_K; }
+bool is_k_quant(PackedType type) {
+  return type == PackedType::Q4_K || type == PackedType::Q5_K || type == PackedType::Q6_K;
+}
 // Elements per rounding block of x: 32, or a K-quant's super-block of 256.
 int64_t rounding_block(PackedType type) { return is_k_quant(type) ? 256 : 32; }
 
@@ -57,8 +59,8 @@ void put_half(uint8_t* p, float v) {
 }
 
 // Random blocks with a real model's scales: Q4_1 d 0.001-0.02 and m about
-// -8 d; Q8_0 d of either sign, |d| 0.001-0.02 / 8; Q4_K d and dmin
-// 0.001-0.02 / 32 (times 6-bit scales and mins); Q6_K d 0.001-0.02 / 64
+// -8 d; Q4_0 d 0.001-0.02; Q8_0 d of either sign, |d| 0.001-0.02 / 8; Q4_K
+// and Q5_K d and dmin 0.001-0.02 / 32 (times 6-bit scales and mins); Q6_K d 0.001-0.02 / 64
 // (times int8 scales). The other bytes (nibbles, packed scales) random.
 std::vector<uint8_t> random_blocks(PackedType type, int64_t rows, int64_t cols, uint32_t seed) {
   std::mt19937 rng(seed);
@@ -71,9 +73,11 @@ std::vector<uint8_t> random_blocks(PackedType type, int64_t rows, int64_t cols, 
     if (type == PackedType::Q4_1) {
       put_half(&data[i], scale(rng));
       put_half(&data[i + 2], -8.f * scale(rng));
+    } else if (type == PackedType::Q4_0) {
+      put_half(&data[i], scale(rng));
     } else if (type == PackedType::Q8_0) {
       put_half(&data[i], scale(rng) / 8.f * (byte(rng) < 128 ? -1.f : 1.f));
-    } else if (type == PackedType::Q4_K) {
+    } else if (type == PackedType::Q4_K || type == PackedType::Q5_K) {
       put_half(&data[i], scale(rng) / 32.f);
       put_half(&data[i + 2], scale(rng) / 32.f);
     } else {
@@ -94,6 +98,13 @@ std::pair<double, double> block_product(PackedType type, const uint8_t* blk, con
       dot += static_cast<int64_t>(blk[4 + k] >> 4) * q[16 + k];
     }
     return {double(half_at(blk)) * d * double(dot), double(half_at(blk + 2)) * s};
+  }
+  if (type == PackedType::Q4_0) {  // weight d (n - 8)
+    for (int k = 0; k < 16; ++k) {
+      dot += static_cast<int64_t>((blk[2 + k] & 0x0F) - 8) * q[k];
+      dot += static_cast<int64_t>((blk[2 + k] >> 4) - 8) * q[16 + k];
+    }
+    return {double(half_at(blk)) * d * double(dot), 0.0};
   }
   for (int k = 0; k < 32; ++k) dot += static_cast<int64_t>(static_cast<int8_t>(blk[2 + k])) * q[k];
   return {double(half_at(blk)) * d * double(dot), 0.0};
@@ -128,7 +139,7 @@ Reference k_reference(PackedType type, const at::Tensor& x, const std::vector<ui
       const float* xb = xp + m * K + 256 * b;
       float amax = 0.f;
       for (int64_t k = 0; k < 256; ++k) amax = std::max(amax, std::fabs(xb[k]));
-      const float d = amax / 127.f, id = amax != 0.f ? 127.f / amax : 0.f;
+      const float d = amax / 127.f, id = std::isfinite(127.f / amax) ? 127.f / amax : 0.f;
       for (int64_t k = 0; k < 256; ++k) rp[m * K + 256 * b + k] = double(d) * std::nearbyint(xb[k] * id);
     }
   at::Tensor y = at::linear(xr, wd, bias.defined() ? bias.to(at::kDouble) : at::Tensor());
@@ -151,7 +162,7 @@ Reference reference(PackedType type, const at::Tensor& x, const std::vector<uint
       float amax = 0.f;
       for (int64_t k = 0; k < 32; ++k) amax = std::max(amax, std::fabs(xp[m * K + 32 * b + k]));
       d[b] = amax / 127.f;
-      const float id = amax != 0.f ? 127.f / amax : 0.f;
+      const float id = std::isfinite(127.f / amax) ? 127.f / amax : 0.f;  // 0: the block rounds to zeros
       int sum = 0;
       for (int64_t k = 0; k < 32; ++k) {
         q[32 * b + k] = static_cast<int>(std::nearbyint(xp[m * K + 32 * b + k] * id));
@@ -234,6 +245,9 @@ TEST_P(PackedLinearQ8, WeightsAndActivationsAtTheEndsOfTheirRanges) {
       case PackedType::Q4_1:
         fill(4, bytes, nth % 2 == 0 ? 0xFF : 0x00);
         break;
+      case PackedType::Q4_0:
+        fill(2, bytes, nth % 2 == 0 ? 0xFF : 0x00);  // weights 7 d or -8 d
+        break;
       case PackedType::Q8_0:
         if (nth % 3 == 2) {
           for (int64_t k = 2; k < bytes; ++k) data[blk + static_cast<size_t>(k)] = k % 2 == 0 ? 0x80 : 0x7F;
@@ -242,8 +256,9 @@ TEST_P(PackedLinearQ8, WeightsAndActivationsAtTheEndsOfTheirRanges) {
         }
         break;
       case PackedType::Q4_K:
-        fill(4, 16, 0xFF);  // every scale and min 63
-        fill(16, bytes, nth % 2 == 0 ? 0xFF : 0x00);
+      case PackedType::Q5_K:
+        fill(4, 16, 0xFF);                            // every scale and min 63
+        fill(16, bytes, nth % 2 == 0 ? 0xFF : 0x00);  // Q5_K: fifth bits too, values 31 or 0
         break;
       default:                                       // Q6_K
         fill(0, 192, nth % 2 == 0 ? 0xFF : 0x00);    // 6-bit values 63 or 0
@@ -261,6 +276,21 @@ TEST_P(PackedLinearQ8, WeightsAndActivationsAtTheEndsOfTheirRanges) {
     at::Tensor y = kernels::detail::packed_linear_q8_on(*isa, x, w, at::Tensor());
     const double err = ((y.to(at::kDouble) - ref.y).abs() - 1e-5 * ref.bound).max().item<double>();
     EXPECT_LE(err, 1e-6);
+  }
+}
+
+// A block of zeros, and one so small that 127 / max|x| overflows, round to
+// zeros on every instruction set: the row's product is exactly 0.
+TEST_P(PackedLinearQ8, ZeroAndTinyRowsGiveExactZeros) {
+  const int64_t N = 12, K = 512;
+  const std::vector<uint8_t> data = random_blocks(GetParam(), N, K, 43);
+  const PackedMatrix w = matrix(data, N, K);
+  at::Tensor x = at::zeros({3, K});
+  x[1].fill_(1e-38f);  // 127 / 1e-38 is beyond float's range
+  x[2].copy_(at::randn({K}, at::detail::createCPUGenerator(44), at::kFloat) * 1e-38f);
+  for (const auto* isa : kernels::detail::q8_kernels_here()) {
+    SCOPED_TRACE(isa->name);
+    EXPECT_TRUE(bitwise_equal(kernels::detail::packed_linear_q8_on(*isa, x, w, at::Tensor()), at::zeros({3, N})));
   }
 }
 
@@ -333,7 +363,8 @@ TEST_P(PackedLinearQ8, ManyMatricesInOneCallEqualOneCallEach) {
   const PackedMatrix w0 = matrix(d0, 96, K), w1 = matrix(d1, 37, K);
   std::vector<std::vector<uint8_t>> other_data;
   std::vector<PackedMatrix> others;
-  for (PackedType t : {PackedType::Q4_1, PackedType::Q8_0, PackedType::Q4_K, PackedType::Q6_K}) {
+  for (PackedType t :
+       {PackedType::Q4_0, PackedType::Q4_1, PackedType::Q8_0, PackedType::Q4_K, PackedType::Q5_K, PackedType::Q6_K}) {
     if (t == GetParam() || !kernels::packed_q8_available(t)) continue;
     other_data.push_back(random_blocks(t, 64, K, 23 + static_cast<uint32_t>(others.size())));
     others.push_back(kernels::make_packed_matrix(t, 64, K, other_data.back().data()));
@@ -360,9 +391,11 @@ TEST_P(PackedLinearQ8, ManyMatricesInOneCallEqualOneCallEach) {
   }
 }
 
-// The default model's types, and the K-quants of llama.cpp's Q4_K_M files.
+// The default model's types (Q4_1, Q8_0), Q4_0, and the K-quants of
+// llama.cpp's Q4_K_M and Q5_K_M files.
 INSTANTIATE_TEST_SUITE_P(Types, PackedLinearQ8,
-                         ::testing::Values(PackedType::Q4_1, PackedType::Q8_0, PackedType::Q4_K, PackedType::Q6_K),
+                         ::testing::Values(PackedType::Q4_0, PackedType::Q4_1, PackedType::Q8_0, PackedType::Q4_K,
+                                           PackedType::Q5_K, PackedType::Q6_K),
                          [](const ::testing::TestParamInfo<PackedType>& info) {
                            return std::string(kernels::packed_traits(info.param).name);
                          });
