@@ -1,6 +1,6 @@
 // packed_q8_bench: the 8-bit-activation kernel (kernels::packed_linear_q8,
 // for untraced rows under EngineArgs::fast_untraced) against the exact packed
-// kernel (kernels::packed_linear) on one Q4_1, Q8_0, Q4_K or Q6_K matrix, alternating
+// kernel (kernels::packed_linear) on one Q4_0, Q4_1, Q8_0, Q4_K, Q5_K or Q6_K matrix, alternating
 // in one process, per number of rows of x.
 //
 //   ./build/bench/packed_q8_bench TYPE N K THREADS M...
@@ -45,7 +45,10 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (!packed_q8_available(*type)) {
-    std::printf("packed_linear_q8 does not run %s on this CPU (Q4_1, Q8_0, Q4_K and Q6_K with AVX-512 VNNI or AVX2)\n", argv[1]);
+    std::printf(
+        "packed_linear_q8 does not run %s on this CPU (Q4_0, Q4_1, Q8_0, Q4_K, Q5_K and Q6_K with AVX-512 VNNI or "
+        "AVX2)\n",
+        argv[1]);
     return 0;
   }
   const int64_t block = nnsight::kernels::packed_traits(*type).block_size;

@@ -18,7 +18,8 @@
 //
 // The rounding, per block b of a row (llama.cpp's quantize_row_q8_1):
 //   amax = max |x_k|, d = amax / 127, q_k = nearbyint(x_k * (127 / amax))
-//   (all q_k = 0 when amax = 0), s = d * sum q_k.
+//   (all q_k = 0 where 127 / amax is not finite: amax 0 or below about
+//   3.7e-37), s = d * sum q_k.
 // Per block with a Q4_1 weight block (scale dw, min mw, nibbles n_k):
 //   dw * d * sum n_k q_k + mw * s,
 // with a Q4_0 block (scale dw, nibbles n_k, weights dw (n_k - 8)):
@@ -36,8 +37,7 @@
 // with a Q6_K weight (d, int8 scale_g per 16, 6-bit u_k = w_k + 32):
 //   d_x * d * (sum_g scale_g sum_k u_k q_k - 32 sum_g scale_g (q sum of g)),
 // each sum over the super-block exact in eight int32 lanes, converted and
-// scaled once. Q5_0 and
-// Q5_1 stay on packed_linear.
+// scaled once. Q5_0 and Q5_1 stay on packed_linear.
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -53,10 +53,12 @@ namespace nnsight::kernels {
 // FMA (so under NNSIGHT_CPU=avx2 the AVX2 tiles; none under
 // NNSIGHT_CPU=scalar). Q4_0 and the K-quants take the AVX2 tiles on either.
 // Otherwise callers use packed_linear. The two instruction sets round x the
-// same way (to nearest even, whatever the rounding mode; a block whose 127 /
-// amax is not finite to zeros; a NaN in x may be dropped by either) and
-// compute the same exact integer sums; their float sums differ in order
-// (each is batch invariant on its own). (AVX-VNNI without AVX-512,
+// same way (the float steps in the thread's rounding mode, the default one
+// in practice; the conversion to integers to nearest even in any mode; a
+// block whose 127 / amax is not finite to zeros) and compute the same exact
+// integer sums; their float sums differ in order (each is batch invariant on
+// its own). A NaN in x gives finite garbage, not NaN, and not the same on
+// both (as in llama.cpp): the 8-bit rows do not propagate NaN. (AVX-VNNI without AVX-512,
 // and AMX tiles, are not written: no such CPU here to test them on.)
 bool packed_q8_available(PackedType type);
 

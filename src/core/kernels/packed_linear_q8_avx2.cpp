@@ -2,11 +2,11 @@
 // and no AVX-512 VNNI (Zen 2 / Zen 3, Intel client cores), llama.cpp's AVX2
 // scheme: `vpmaddubsw` multiplies 32 unsigned by 32 signed bytes into 16
 // pairwise sums, `vpmaddwd` by ones widens them into 8 int32 lanes. Also the
-// K-quant tiles (Q4_K, Q6_K) of every instruction set: there `vpmaddwd`
-// multiplies the pairwise sums by the sub-block's integer scale, so a whole
-// 256-element super-block sums in int32 and is scaled once.
+// Q4_0 and K-quant tiles (Q4_K, Q5_K, Q6_K) of every instruction set: for the
+// K-quants `vpmaddwd` multiplies the pairwise sums by the sub-block's integer
+// scale, so a whole 256-element super-block sums in int32 and is scaled once.
 //
-// Exactness of the integer sums: a Q4_1 nibble (0-15) times a rounded
+// Exactness of the integer sums: a Q4_1 or Q4_0 nibble (0-15) times a rounded
 // activation (-127..127) pairs to at most 3810; a Q8_0 weight enters as |w|
 // (0-128, the sign moved onto the activation with `vpsignb`, which cannot
 // overflow on -127..127) and pairs to at most 32512: below vpmaddubsw's
@@ -14,12 +14,13 @@
 // integer the reference computes; only the float scaling and the sum over
 // blocks round, in an order fixed per output element (lane l of one 8-lane
 // accumulator takes elements 4l..4l+3 of every block, block after block, then
-// a fixed tree) whatever the tile's row count: batch invariant. The sums are not bitwise the AVX-512 tiles' (their
-// lanes split a block's product otherwise); both are within float32 rounding of the reference
+// a fixed tree) whatever the tile's row count: batch invariant. The sums are
+// not bitwise the AVX-512 tiles' (their lanes split a block's product
+// otherwise); both are within float32 rounding of the reference
 // (tests/core/kernels/packed_linear_q8_test.cpp).
 //
-// The rounded row: one rounding serves Q4_1 and Q8_0 (the activation is the
-// signed operand of both), laid out per row of K = 32 nb elements as
+// The rounded row: one rounding serves Q4_0, Q4_1 and Q8_0 (the activation
+// is the signed operand of all three), laid out per row of K = 32 nb elements as
 //   nb x 32 bytes: the block's q_k in element order (its nibbles' low halves
 //                  are elements 0-15, the high halves 16-31: one AND and one
 //                  shift put the weights in the same order);
@@ -37,11 +38,11 @@
 //   n floats:      the super-block's scale d;
 // padded to 64 bytes.
 //
-// Exactness of the K-quant sums: a Q4_K nibble pairs to at most 3810, a Q6_K
-// 6-bit value (0-63, before its offset) to 16002, then times a scale of at
-// most 63 (Q4_K, unsigned) or 128 (Q6_K, int8) per pair of pairs: at most
-// 4.2 million per lane and 32 elements, 34 million per super-block, within
-// int32. The super-block's eight int32 lanes are converted to float and scaled
+// Exactness of the K-quant sums: a Q4_K nibble pairs to at most 3810, a Q5_K
+// 5-bit value to 7874, a Q6_K 6-bit value (0-63, before its offset) to 16002,
+// then times a scale of at most 63 (Q4_K, Q5_K: unsigned) or 128 (Q6_K, int8)
+// per pair of pairs: at most 4.2 million per lane and 32 elements, 34 million
+// per super-block, within int32. The super-block's eight int32 lanes are converted to float and scaled
 // once (Q4_K and Q5_K: its scale term and its min term; exact below 2^24, else
 // rounded once).
 #include "core/kernels/packed_linear_q8_internal.h"
@@ -341,7 +342,7 @@ NNSIGHT_Q8_AVX2 void q45_k_tile(const uint8_t* const* xq, const uint8_t* const* 
   __m256 acc[MR][kQ8Cols];
   zero<MR>(acc);
   for (int64_t sb = 0; sb < n; ++sb) {
-    prefetch_rows(w, sb * kBytes + prefetch, 3);  // 144 or 176 bytes
+    prefetch_rows(w, sb * kBytes + prefetch, 3);  // 144 (Q4_K) or 176 (Q5_K) bytes
 #pragma GCC unroll 4
     for (int r = 0; r < kQ8Cols; ++r) {
       const uint8_t* p = w[r] + sb * kBytes;
@@ -357,7 +358,7 @@ NNSIGHT_Q8_AVX2 void q45_k_tile(const uint8_t* const* xq, const uint8_t* const* 
       for (int j = 0; j < 4; ++j) {  // 64 elements: sub-blocks 2j (low nibbles) and 2j + 1 (high)
         const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + kNibbles + 32 * j));
         __m256i lo = _mm256_and_si256(v, low4), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);
-        if (kFive) {
+        if constexpr (kFive) {
           lo = _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(qh, one), 4));
           hi = _mm256_or_si256(hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 1), one), 4));
           qh = _mm256_srli_epi16(qh, 2);

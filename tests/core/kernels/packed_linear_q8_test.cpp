@@ -99,12 +99,10 @@ std::pair<double, double> block_product(PackedType type, const uint8_t* blk, con
     }
     return {double(half_at(blk)) * d * double(dot), double(half_at(blk + 2)) * s};
   }
-  if (type == PackedType::Q4_0) {  // weight d (n - 8)
-    for (int k = 0; k < 16; ++k) {
-      dot += static_cast<int64_t>((blk[2 + k] & 0x0F) - 8) * q[k];
-      dot += static_cast<int64_t>((blk[2 + k] >> 4) - 8) * q[16 + k];
-    }
-    return {double(half_at(blk)) * d * double(dot), 0.0};
+  if (type == PackedType::Q4_0) {  // weight d (n - 8): the kernel's two terms, d d_x sum n q and -8 d s
+    int64_t nq = 0;
+    for (int k = 0; k < 16; ++k) nq += static_cast<int64_t>(blk[2 + k] & 0x0F) * q[k] + (blk[2 + k] >> 4) * q[16 + k];
+    return {double(half_at(blk)) * d * double(nq), -8.0 * double(half_at(blk)) * s};
   }
   for (int k = 0; k < 32; ++k) dot += static_cast<int64_t>(static_cast<int8_t>(blk[2 + k])) * q[k];
   return {double(half_at(blk)) * d * double(dot), 0.0};
